@@ -1,0 +1,51 @@
+"""The per-call context every tool receives. Tools never reach for globals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .events import Event
+    from .session import Session
+    from .tasks import TaskStore
+
+
+@dataclass
+class ToolContext:
+    """What one tool call may see and do.
+
+    `emit()` queues an event; the loop forwards queued events after the whole tool
+    batch, coalesced, so tools never talk to the UI directly.
+    """
+
+    call_id: str
+    workspace: Path
+    session: Session | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    pending_events: list[Event] = field(default_factory=list)
+
+    def emit(self, event: Event) -> None:
+        self.pending_events.append(event)
+
+    @property
+    def tasks(self) -> TaskStore | None:
+        store = self.extras.get("tasks")
+        return store  # type: ignore[no-any-return]
+
+    def resolve(self, path: str) -> Path:
+        """A model-given path: relative ones resolve against the workspace root."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.workspace / p
+
+    def inside_workspace(self, path: Path) -> bool:
+        return is_inside(path, self.workspace)
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True

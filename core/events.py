@@ -1,0 +1,115 @@
+"""Everything the core tells the outside world, as small frozen dataclasses.
+
+A turn (`Agent.run_turn`) is an async generator of `Event`. The TUI and headless mode
+render these; nothing in the core draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .tasks import Task
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of assistant text, streamed as it arrives."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """The model finished one response; `content` is its whole text."""
+
+    content: str
+    tool_call_count: int = 0
+
+
+@dataclass(frozen=True)
+class ResponseDiscarded:
+    """A streamed response failed part-way; text shown so far is void and a retry follows."""
+
+    reason: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A tool call is about to run (after any approval)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    summary: str
+    """Short human form of the arguments, e.g. `posts.py` or the command."""
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool call produced its result (errors, denials and cancellations included)."""
+
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    status: Literal["ok", "error", "denied", "cancelled"] = "ok"
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True)
+class TasksUpdated:
+    """The task list changed; `tasks` is its full, final state after a tool batch."""
+
+    tasks: tuple[Task, ...]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A one-line system notice: instructions loaded, date, retries, reminders."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token use of one model response (estimated when the server sends none)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False
+
+
+@dataclass(frozen=True)
+class Error:
+    """The turn could not go on (network, auth, bad model). History stays valid."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """The turn is over. `reason` tells why."""
+
+    reason: Literal["done", "interrupted", "rejected", "error", "max_steps"]
+    final_text: str = ""
+    usage_total: tuple[int, int] = field(default=(0, 0))
+
+
+Event = (
+    TextDelta
+    | AssistantMessage
+    | ResponseDiscarded
+    | ToolStarted
+    | ToolFinished
+    | TasksUpdated
+    | Notice
+    | Usage
+    | Error
+    | TurnEnd
+)
+
+# Events that a tool batch may emit several times; only the last of each kind matters.
+COALESCED_KINDS: tuple[type, ...] = (TasksUpdated,)

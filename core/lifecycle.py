@@ -1,0 +1,64 @@
+"""Extension points the agent loop calls: small providers, not flags in the loop.
+
+- `before_request`: run before every model request; each returns messages to append
+  to history (reminders, later compaction). Appended, never inserted, so earlier
+  messages never change and the prompt prefix stays cacheable.
+- `turn_end`: run when the model ends its turn without tool calls; the first that
+  returns text gets it appended as a user message and the turn continues.
+- `tool_done`: awaited after every tool call that ran (for per-task attribution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from .model import Message
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    """One tool call that ran, for observers."""
+
+    name: str
+    kind: str
+    elapsed: float
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """What a turn-end check may look at."""
+
+    history: Sequence[Message]
+    continuations: int
+    """How many times turn-end checks already continued this user turn."""
+
+
+BeforeRequest = Callable[[Sequence[Message]], list[Message]]
+TurnEndCheck = Callable[[TurnState], str | None]
+ToolObserver = Callable[[ToolRecord], Awaitable[None]]
+
+
+@dataclass
+class Lifecycle:
+    before_request: list[BeforeRequest] = field(default_factory=list)
+    turn_end: list[TurnEndCheck] = field(default_factory=list)
+    tool_done: list[ToolObserver] = field(default_factory=list)
+
+    def collect_before_request(self, history: Sequence[Message]) -> list[Message]:
+        added: list[Message] = []
+        for provider in self.before_request:
+            added.extend(provider([*history, *added]))
+        return added
+
+    def check_turn_end(self, state: TurnState) -> str | None:
+        for check in self.turn_end:
+            text = check(state)
+            if text:
+                return text
+        return None
+
+    async def notify_tool_done(self, record: ToolRecord) -> None:
+        for observer in self.tool_done:
+            await observer(record)

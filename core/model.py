@@ -1,0 +1,173 @@
+"""The model seam: a `ChatModel` protocol and the types that cross it.
+
+Two implementations fill the seam: `OpenAIChatModel` (chat completions over real HTTP,
+in `openai_model.py`, which is the only place that imports `openai`) and
+`ScriptedModel` (a JSON script of turns, for offline runs, the demo and tests).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+"""One chat-completions message, exactly as sent to the API."""
+
+
+class ModelError(Exception):
+    """The model could not answer. `message` is one line a person can act on.
+
+    `retryable` marks failures where asking again may work (a stream cut off,
+    a server error after the client's own retries).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the model sent it. `arguments` is the raw text, maybe invalid JSON."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One complete response. Only a response that really finished is ever built."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str = "stop"
+    usage: ModelUsage | None = None
+
+
+StreamItem = str | ModelResponse
+"""A model stream yields text deltas (`str`) and then exactly one `ModelResponse`."""
+
+
+class ChatModel(Protocol):
+    """Anything that can answer a chat-completions request as a stream."""
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        """Yield text deltas, then one `ModelResponse`; raise `ModelError` on failure."""
+        ...
+
+
+# --- scripted model ----------------------------------------------------------------
+
+
+class ScriptError(Exception):
+    """The script file is unusable, or the conversation ran past its end."""
+
+
+@dataclass(frozen=True)
+class ScriptStep:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass
+class ScriptedModel:
+    """Replays a JSON script of model turns.
+
+    The file is `{"steps": [...]}` (or a bare list); each step is
+    `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`.
+    `arguments` may be an object or a raw string (to script malformed output).
+    A request that arrives after the last step raises `ScriptError`;
+    `assert_complete()` fails if steps were left unused.
+    """
+
+    steps: list[ScriptStep]
+    label: str = "script"
+    requests: list[list[Message]] = field(default_factory=list)
+    chunk_size: int = 12
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise ScriptError(f"script {path} is not valid JSON (line {exc.lineno}): {exc.msg}") from exc
+        return cls.from_data(data, label=f"script:{path.name}")
+
+    @classmethod
+    def from_data(cls, data: Any, label: str = "script") -> ScriptedModel:
+        raw_steps = data.get("steps") if isinstance(data, dict) else data
+        if not isinstance(raw_steps, list):
+            raise ScriptError('a script is a list of steps or {"steps": [...]}')
+        return cls([_parse_step(i, s) for i, s in enumerate(raw_steps)], label=label)
+
+    @property
+    def used(self) -> int:
+        return len(self.requests)
+
+    def assert_complete(self) -> None:
+        if self.used != len(self.steps):
+            raise AssertionError(f"scripted model used {self.used} of {len(self.steps)} steps")
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        index = len(self.requests)
+        if index >= len(self.steps):
+            raise ScriptError(f"the script has no step {index + 1}: it ended after {len(self.steps)} steps")
+        self.requests.append([dict(m) for m in messages])
+        step = self.steps[index]
+        for start in range(0, len(step.text), self.chunk_size):
+            yield step.text[start : start + self.chunk_size]
+        prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        yield ModelResponse(
+            content=step.text,
+            tool_calls=step.tool_calls,
+            finish_reason="tool_calls" if step.tool_calls else "stop",
+            usage=ModelUsage(prompt_tokens=prompt, completion_tokens=max(1, len(step.text) // 4)),
+        )
+
+
+def _parse_step(index: int, raw: Any) -> ScriptStep:
+    if isinstance(raw, str):
+        return ScriptStep(text=raw)
+    if not isinstance(raw, dict):
+        raise ScriptError(f"step {index + 1} must be an object or a string")
+    calls = []
+    for n, call in enumerate(raw.get("tool_calls") or []):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ScriptError(f"step {index + 1}, tool call {n + 1}: needs a name")
+        args = call.get("arguments", {})
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        calls.append(ToolCall(id=str(call.get("id") or f"call_{index + 1}_{n + 1}"), name=call["name"], arguments=text))
+    return ScriptStep(text=str(raw.get("text") or ""), tool_calls=tuple(calls))
+
+
+def create_model(spec: str, *, base_url: str | None, api_key: str | None, script_dir: Path | None = None) -> ChatModel:
+    """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
+    if spec.startswith("script:"):
+        path = Path(spec.removeprefix("script:")).expanduser()
+        if not path.is_absolute() and script_dir is not None:
+            path = script_dir / path
+        return ScriptedModel.from_file(path)
+    from .openai_model import OpenAIChatModel  # imported lazily: `import openai` costs ~1 s
+
+    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key)
