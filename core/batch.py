@@ -1,0 +1,224 @@
+"""Running one response's tool calls: approval, concurrency, results, queued events.
+
+Consecutive read-only calls (Read, Glob, Grep, task tools) run concurrently; any call
+that may need approval runs alone, in order, after the awaited approval. Events that
+tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
+yields at most one event of each coalescable kind (its final state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .context import ToolContext
+from .events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
+from .history import CANCELLED
+from .lifecycle import ToolRecord
+from .model import ToolCall
+from .permissions import ApprovalAnswer, ApprovalRequest
+from .tools.base import Tool, ToolError, ToolResult, parse_arguments
+
+if TYPE_CHECKING:
+    from .loop import Agent
+
+log = logging.getLogger(__name__)
+
+NO_APPROVER = (
+    "denied: this call needs approval and nobody can be asked in headless mode. "
+    "Allow it with --permission-mode acceptEdits/bypassPermissions or a [permissions] allow rule."
+)
+
+
+@dataclass
+class Prepared:
+    call: ToolCall
+    tool: Tool | None
+    args: dict[str, Any]
+    error: str | None
+    allowed: bool = False
+    """Permitted without asking, as decided when the batch was prepared."""
+
+    @property
+    def concurrent(self) -> bool:
+        return self.error is None and self.tool is not None and self.tool.read_only and self.allowed
+
+
+Status = Literal["ok", "error", "denied", "cancelled"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    output: str
+    status: Status
+    elapsed: float = 0.0
+
+    @property
+    def is_error(self) -> bool:
+        return self.status != "ok"
+
+
+class BatchRunner:
+    def __init__(self, agent: Agent, calls: Sequence[ToolCall]) -> None:
+        self.agent = agent
+        self.prepared = [self._prepare(call) for call in calls]
+        self.rejected = False
+        self.queued: list[Event] = []
+        self.answered: set[str] = set()
+
+    async def run(self) -> AsyncIterator[Event]:
+        for group in self._groups():
+            if self.rejected:
+                break
+            for item in group:
+                yield self._started(item)
+            if len(group) == 1:
+                outcomes = [await self._run_one(group[0])]
+            else:
+                outcomes = list(await asyncio.gather(*(self._execute(item) for item in group)))
+            for item, outcome in zip(group, outcomes, strict=True):
+                yield self._finish(item, outcome)
+        for item in self.prepared:
+            if item.call.id not in self.answered:
+                yield self._finish(item, Outcome("cancelled: the user rejected an earlier call in this batch", "cancelled"))
+        for event in self.flush_events():
+            yield event
+
+    def cancel_remaining(self) -> list[Event]:
+        """After an interrupt: finish every unanswered call as cancelled, then flush."""
+        events: list[Event] = [
+            self._finish(item, Outcome(CANCELLED, "cancelled")) for item in self.prepared if item.call.id not in self.answered
+        ]
+        return events + self.flush_events()
+
+    def flush_events(self) -> list[Event]:
+        last_of_kind: dict[type, int] = {}
+        for index, event in enumerate(self.queued):
+            if isinstance(event, COALESCED_KINDS):
+                last_of_kind[type(event)] = index
+        kept = [e for i, e in enumerate(self.queued) if not isinstance(e, COALESCED_KINDS) or last_of_kind[type(e)] == i]
+        self.queued = []
+        return kept
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _prepare(self, call: ToolCall) -> Prepared:
+        tool = next((t for t in self.agent.tools if t.name == call.name), None)
+        if tool is None:
+            names = ", ".join(t.name for t in self.agent.tools)
+            return Prepared(call, None, {}, f"Error: unknown tool '{call.name}'. Available tools: {names}")
+        try:
+            args = parse_arguments(call.arguments)
+        except ToolError as exc:
+            return Prepared(call, tool, {}, f"Error: {exc}")
+        verdict = self.agent.permissions.decide(tool.name, tool.kind, args).verdict
+        return Prepared(call, tool, args, None, allowed=verdict == "allow")
+
+    def _groups(self) -> list[list[Prepared]]:
+        groups: list[list[Prepared]] = []
+        for item in self.prepared:
+            if item.concurrent and groups and groups[-1][-1].concurrent:
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        return groups
+
+    def _started(self, item: Prepared) -> ToolStarted:
+        summary = ""
+        if item.tool is not None:
+            try:
+                summary = item.tool.summarize(item.args)
+            except Exception:  # a summary is cosmetic; never let it break the batch
+                log.exception("summarize failed for %s", item.call.name)
+        return ToolStarted(item.call.id, item.call.name, item.args, summary)
+
+    async def _run_one(self, item: Prepared) -> Outcome:
+        if item.error is not None or item.tool is None:
+            return await self._execute(item)
+        decision = self.agent.permissions.decide(item.tool.name, item.tool.kind, item.args)
+        if decision.verdict == "deny":
+            return Outcome(f"denied: {decision.reason}", "denied")
+        if decision.verdict == "ask":
+            answer = await self._ask(item, decision.reason, decision.outside_workspace)
+            if answer is None:
+                return Outcome(NO_APPROVER, "denied")
+            if answer.decision == "no":
+                self.rejected = True
+                return Outcome("The user rejected this tool call and stopped the turn.", "denied")
+            if answer.decision == "feedback":
+                return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
+            if answer.decision == "always":
+                self.agent.permissions.add_session_rule(self._suggested_rule(item))
+        return await self._execute(item)
+
+    async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
+        approver = self.agent.approver
+        if approver is None or item.tool is None:
+            return None
+        preview, kind = self._preview(item)
+        request = ApprovalRequest(
+            tool=item.tool.name,
+            arguments=item.args,
+            summary=self._started(item).summary,
+            preview=preview,
+            preview_kind=kind,
+            outside_workspace=outside,
+            suggested_rule=self._suggested_rule(item),
+            reason=reason,
+        )
+        return await approver(request)
+
+    def _suggested_rule(self, item: Prepared) -> str:
+        return self.agent.permissions.suggest_rule(item.call.name, item.args)
+
+    def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
+        if item.tool is not None and item.tool.preview is not None:
+            try:
+                return item.tool.preview(item.args, self._context(item)), "diff"
+            except Exception as exc:  # a preview must never block the approval itself
+                return f"(no preview: {exc})", "text"
+        if item.call.name == "Bash":
+            return str(item.args.get("command", "")), "command"
+        return "", "text"
+
+    async def _execute(self, item: Prepared) -> Outcome:
+        if item.error is not None or item.tool is None:
+            return Outcome(item.error or "Error: unknown tool", "error")
+        ctx = self._context(item)
+        started = time.monotonic()
+        try:
+            result = await item.tool.run(item.args, ctx)
+        except ToolError as exc:
+            result = ToolResult(f"Error: {exc}", is_error=True)
+        except asyncio.CancelledError:
+            self.queued.extend(ctx.pending_events)
+            raise
+        except Exception as exc:  # a tool bug must not end the session; the model sees it
+            log.exception("tool %s crashed", item.tool.name)
+            result = ToolResult(f"Error: {item.tool.name} failed unexpectedly: {type(exc).__name__}: {exc}", True)
+        elapsed = time.monotonic() - started
+        self.queued.extend(ctx.pending_events)
+        if isinstance(result, str):
+            result = ToolResult(result)
+        await self.agent.lifecycle.notify_tool_done(ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error))
+        return Outcome(result.output, "error" if result.is_error else "ok", elapsed)
+
+    def _context(self, item: Prepared) -> ToolContext:
+        agent = self.agent
+        return ToolContext(item.call.id, agent.workspace, agent.session, agent.extras)
+
+    def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
+        self.answered.add(item.call.id)
+        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": outcome.output})
+        return ToolFinished(
+            item.call.id,
+            item.call.name,
+            outcome.output,
+            outcome.is_error,
+            outcome.status,
+            outcome.elapsed,
+        )

@@ -1,0 +1,175 @@
+"""Sessions: one JSONL transcript per conversation, plus its task list file.
+
+Layout: `<root>/sessions/<project>/<id>.jsonl` and `<id>.tasks.json`, where `<root>`
+is `$TODO_AGENT_HOME` or the platform's user data dir and `<project>` names the
+working directory (its basename and a short hash of the full path).
+Line 1 is a header `{"type": "session", ...}`; every further line is
+`{"type": "message", "message": {...}}`, appended and flushed as it happens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .history import missing_replies
+from .model import Message
+
+HEADER_TYPE = "session"
+
+
+def data_root() -> Path:
+    override = os.environ.get("TODO_AGENT_HOME")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("todo-agent", appauthor=False))
+
+
+def project_dir(workspace: Path, root: Path | None = None) -> Path:
+    resolved = workspace.resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+    name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in resolved.name) or "root"
+    return (root or data_root()) / "sessions" / f"{name}-{digest}"
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    title: str
+    updated: float
+    message_count: int
+    path: Path
+
+
+class SessionError(Exception):
+    """A session could not be found or opened; the message says which and why."""
+
+
+@dataclass
+class Session:
+    id: str
+    path: Path
+    messages: list[Message] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    _handle: IO[str] | None = field(default=None, repr=False)
+
+    @property
+    def tasks_path(self) -> Path:
+        return self.path.with_name(f"{self.id}.tasks.json")
+
+    @classmethod
+    def create(cls, workspace: Path, root: Path | None = None) -> Session:
+        directory = project_dir(workspace, root)
+        directory.mkdir(parents=True, exist_ok=True)
+        session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        session = cls(session_id, directory / f"{session_id}.jsonl")
+        header = {"type": HEADER_TYPE, "id": session_id, "cwd": str(workspace.resolve()), "created": time.time()}
+        session._write_line(header)
+        return session
+
+    @classmethod
+    def open(cls, path: Path) -> Session:
+        """Load a transcript. Torn or garbled lines are skipped with a warning, never fatal."""
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SessionError(f"cannot read session {path}: {exc.strerror or exc}") from exc
+        session = cls(path.stem, path)
+        lines = raw.split(b"\n")
+        if raw and not raw.endswith(b"\n"):
+            # A crash mid-append leaves a partial last line; it was never acknowledged.
+            session.warnings.append(f"skipped a torn last line in session {session.id} (crash while writing)")
+            with path.open("r+b") as f:
+                f.truncate(len(raw) - len(lines[-1]))
+        for number, line in enumerate(lines[:-1], start=1):
+            session._load_line(number, line)
+        repair = missing_replies(session.messages)
+        if repair:
+            session.warnings.append(f"{len(repair)} tool call(s) had no result (session cut off); marked cancelled")
+            for message in repair:
+                session.append(message)
+        return session
+
+    def _load_line(self, number: int, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self.warnings.append(f"skipped unreadable line {number} in session {self.id}")
+            return
+        if isinstance(record, dict) and record.get("type") == "message" and isinstance(record.get("message"), dict):
+            self.messages.append(record["message"])
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self._write_line({"type": "message", "message": message})
+
+    def _write_line(self, record: dict[str, Any]) -> None:
+        if self._handle is None or self._handle.closed:
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo]:
+    """Sessions of this working directory, newest first."""
+    directory = project_dir(workspace, root)
+    if not directory.is_dir():
+        return []
+    infos = [_info(p) for p in directory.glob("*.jsonl")]
+    return sorted(infos, key=lambda i: (i.updated, i.id), reverse=True)
+
+
+def find_session(workspace: Path, session_id: str, root: Path | None = None) -> Path:
+    directory = project_dir(workspace, root)
+    exact = directory / f"{session_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = sorted(directory.glob(f"{session_id}*.jsonl")) if directory.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise SessionError(f"session id '{session_id}' is ambiguous: {', '.join(m.stem for m in matches[:5])}")
+    raise SessionError(f"no session '{session_id}' for {workspace} (todo-agent --resume lists none? start one first)")
+
+
+def latest_session(workspace: Path, root: Path | None = None) -> Path | None:
+    sessions = list_sessions(workspace, root)
+    return sessions[0].path if sessions else None
+
+
+def _info(path: Path) -> SessionInfo:
+    title, count = "", 0
+    try:
+        with path.open("rb") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                message = record.get("message") if isinstance(record, dict) else None
+                if not isinstance(message, dict):
+                    continue
+                count += 1
+                content = message.get("content")
+                is_prompt = message.get("role") == "user" and isinstance(content, str)
+                if not title and is_prompt and not str(content).startswith("<system-reminder>"):
+                    title = " ".join(str(content).split())[:80]
+        updated = path.stat().st_mtime
+    except OSError:
+        updated = 0.0
+    return SessionInfo(path.stem, title or "(empty)", updated, count, path)

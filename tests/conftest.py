@@ -1,0 +1,79 @@
+"""Test isolation: no outbound network, and a private HOME / data dir per test."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _is_loopback(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # AF_UNIX path
+        return True
+    host = address[0] if isinstance(address, tuple) else address
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    if not _is_loopback(address):
+        raise ConnectionRefusedError(f"tests may not reach the network (tried {address!r})")
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    if not _is_loopback(address):
+        raise ConnectionRefusedError(f"tests may not reach the network (tried {address!r})")
+    return _real_connect_ex(self, address)
+
+
+def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    name = host.decode() if isinstance(host, bytes) else host
+    if name is not None and not _is_loopback(name):
+        raise socket.gaierror(f"tests may not resolve {name!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", _guarded_getaddrinfo)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own HOME, XDG dirs and TODO_AGENT_HOME; no real key leaks in."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ):
+        monkeypatch.setenv(var, str(home / sub))
+    monkeypatch.setenv("TODO_AGENT_HOME", str(home / "todo-agent"))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TODO_AGENT_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(var, raising=False)
+    yield home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty project directory to run tools and agents in."""
+    root = tmp_path / "project"
+    root.mkdir()
+    return root

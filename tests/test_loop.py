@@ -1,0 +1,434 @@
+"""Event sequences of the agent loop, with the scripted model and small test tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from todo_agent.core.batch import NO_APPROVER
+from todo_agent.core.context import ToolContext
+from todo_agent.core.events import (
+    AssistantMessage,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    TasksUpdated,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnd,
+    Usage,
+)
+from todo_agent.core.history import unanswered_tool_calls
+from todo_agent.core.lifecycle import Lifecycle, TurnState
+from todo_agent.core.loop import Agent, AgentOptions
+from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem, ToolCall
+from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest, PermissionPolicy
+from todo_agent.core.tasks import Task
+from todo_agent.core.tools.base import Tool, ToolError, object_schema
+
+
+async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
+    return f"echo {args.get('text', '')}"
+
+
+async def _fail(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise ToolError("this always fails")
+
+
+async def _emit_three(args: dict[str, Any], ctx: ToolContext) -> str:
+    for n in range(3):
+        ctx.emit(TasksUpdated((Task(id=str(n + 1), subject=f"t{n + 1}"),)))
+    return "emitted"
+
+
+async def _write(args: dict[str, Any], ctx: ToolContext) -> str:
+    target = ctx.resolve(args["file_path"])
+    target.write_text(args.get("content", ""))
+    return f"wrote {target.name}"
+
+
+BLOCKER = asyncio.Event()
+STARTED = asyncio.Event()
+
+
+async def _block(args: dict[str, Any], ctx: ToolContext) -> str:
+    STARTED.set()
+    await BLOCKER.wait()
+    return "unblocked"
+
+
+ECHO = Tool("Echo", "echo text", object_schema({"text": {"type": "string"}}), _echo, "read", lambda a: a.get("text", ""))
+FAIL = Tool("Fail", "fails", object_schema({}), _fail, "read")
+EMIT = Tool("Emit", "emits task events", object_schema({}), _emit_three, "task")
+WRITE = Tool("Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit")
+BLOCK = Tool("Block", "waits forever", object_schema({}), _block, "read")
+TOOLS = [ECHO, FAIL, EMIT, WRITE, BLOCK]
+
+
+def call(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "arguments": args}
+    if call_id:
+        entry["id"] = call_id
+    return entry
+
+
+def make_agent(workspace: Path, steps: list[Any], **kwargs: Any) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel.from_data(steps)
+    agent = Agent(
+        model=model,
+        tools=TOOLS,
+        workspace=workspace,
+        permissions=kwargs.pop("permissions", PermissionPolicy(workspace)),
+        system_prompt="test",
+        options=AgentOptions(retry_delay=0),
+        **kwargs,
+    )
+    return agent, model
+
+
+async def collect(agent: Agent, prompt: str) -> list[Event]:
+    async with aclosing(agent.run_turn(prompt)) as events:
+        return [event async for event in events]
+
+
+def kinds(events: Sequence[Event]) -> list[str]:
+    """Event type names, with runs of text deltas folded into one."""
+    names: list[str] = []
+    for event in events:
+        name = type(event).__name__
+        if name == "TextDelta" and names and names[-1] == "TextDelta":
+            continue
+        names.append(name)
+    return names
+
+
+def assert_history_valid(history: list[Message]) -> None:
+    """Every assistant tool call is answered before the next non-tool message."""
+    for index, message in enumerate(history):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        replies = []
+        for later in history[index + 1 :]:
+            if later.get("role") != "tool":
+                break
+            replies.append(later["tool_call_id"])
+        assert sorted(replies) == sorted(c["id"] for c in message["tool_calls"]), history
+        for c in message["tool_calls"]:
+            json.loads(c["function"]["arguments"])
+
+
+async def test_text_only_turn(workspace: Path) -> None:
+    agent, model = make_agent(workspace, [{"text": "Hello there, this is a longer answer."}])
+    events = await collect(agent, "hi")
+    assert kinds(events) == ["TextDelta", "Usage", "AssistantMessage", "TurnEnd"]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there, this is a longer answer."
+    end = events[-1]
+    assert isinstance(end, TurnEnd) and end.reason == "done" and end.final_text.startswith("Hello")
+    assert [m["role"] for m in agent.history] == ["user", "assistant"]
+    model.assert_complete()
+
+
+async def test_read_only_batch_runs_concurrently_and_replies_in_order(workspace: Path) -> None:
+    steps = [
+        {"tool_calls": [call("Echo", {"text": "a"}), call("Echo", {"text": "b"})]},
+        {"text": "done"},
+    ]
+    agent, model = make_agent(workspace, steps)
+    events = await collect(agent, "go")
+    assert kinds(events) == [
+        "Usage",
+        "AssistantMessage",
+        "ToolStarted",
+        "ToolStarted",
+        "ToolFinished",
+        "ToolFinished",
+        "TextDelta",
+        "Usage",
+        "AssistantMessage",
+        "TurnEnd",
+    ]
+    outputs = [e.output for e in events if isinstance(e, ToolFinished)]
+    assert outputs == ["echo a", "echo b"]
+    assert_history_valid(agent.history)
+    # The second request saw both tool replies.
+    assert [m["role"] for m in model.requests[1]] == ["system", "user", "assistant", "tool", "tool"]
+    model.assert_complete()
+
+
+async def test_bad_calls_get_error_results_and_valid_history(workspace: Path) -> None:
+    steps = [
+        {
+            "tool_calls": [
+                call("Nope", {}),
+                call("Echo", '{"text": "unterminated'),
+                call("Fail", {}),
+                call("Echo", json.dumps(json.dumps({"text": "double"}))),
+            ]
+        },
+        {"text": "ok"},
+    ]
+    agent, model = make_agent(workspace, steps)
+    events = await collect(agent, "go")
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [e.is_error for e in finished] == [True, True, True, False]
+    assert "unknown tool 'Nope'" in finished[0].output
+    assert "invalid JSON" in finished[1].output
+    assert finished[2].output == "Error: this always fails"
+    assert finished[3].output == "echo double"
+    stored = agent.history[1]["tool_calls"]
+    assert stored[1]["function"]["arguments"] == "{}"  # never replayed as invalid JSON
+    assert_history_valid(agent.history)
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
+
+
+async def test_batch_events_are_coalesced(workspace: Path) -> None:
+    steps = [{"tool_calls": [call("Emit", {}), call("Emit", {})]}, {"text": "ok"}]
+    agent, _ = make_agent(workspace, steps)
+    events = await collect(agent, "go")
+    updates = [e for e in events if isinstance(e, TasksUpdated)]
+    assert len(updates) == 1
+    assert updates[0].tasks[0].id == "3"
+    # Forwarded after the batch: after the last ToolFinished, before the next response.
+    index = events.index(updates[0])
+    assert isinstance(events[index - 1], ToolFinished)
+
+
+async def test_headless_denies_what_would_ask(workspace: Path) -> None:
+    steps = [{"tool_calls": [call("Write", {"file_path": "x.txt", "content": "hi"})]}, {"text": "ok"}]
+    agent, _ = make_agent(workspace, steps)
+    events = await collect(agent, "go")
+    finished = next(e for e in events if isinstance(e, ToolFinished))
+    assert finished.status == "denied" and finished.output == NO_APPROVER
+    assert not (workspace / "x.txt").exists()
+
+
+async def test_bypass_mode_allows_edits(workspace: Path) -> None:
+    steps = [{"tool_calls": [call("Write", {"file_path": "x.txt", "content": "hi"})]}, {"text": "ok"}]
+    agent, _ = make_agent(workspace, steps, permissions=PermissionPolicy(workspace, "bypassPermissions"))
+    await collect(agent, "go")
+    assert (workspace / "x.txt").read_text() == "hi"
+
+
+def approver_answering(*answers: ApprovalAnswer) -> tuple[Any, list[ApprovalRequest]]:
+    asked: list[ApprovalRequest] = []
+    queue = list(answers)
+
+    async def approve(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request)
+        return queue.pop(0)
+
+    return approve, asked
+
+
+async def test_approval_yes_runs_the_tool(workspace: Path) -> None:
+    approve, asked = approver_answering(ApprovalAnswer("yes"))
+    steps = [{"tool_calls": [call("Write", {"file_path": "x.txt", "content": "hi"})]}, {"text": "ok"}]
+    agent, _ = make_agent(workspace, steps, approver=approve)
+    events = await collect(agent, "go")
+    assert (workspace / "x.txt").read_text() == "hi"
+    assert asked[0].tool == "Write" and asked[0].suggested_rule == "Write(x.txt)"
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
+
+
+async def test_approval_no_stops_turn_and_cancels_rest_of_batch(workspace: Path) -> None:
+    approve, _ = approver_answering(ApprovalAnswer("no"))
+    steps = [
+        {
+            "tool_calls": [
+                call("Write", {"file_path": "x.txt", "content": "hi"}),
+                call("Echo", {"text": "later"}),
+            ]
+        },
+        {"text": "never requested"},
+    ]
+    agent, model = make_agent(workspace, steps, approver=approve)
+    events = await collect(agent, "go")
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [e.status for e in finished] == ["denied", "cancelled"]
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "rejected"
+    assert model.used == 1
+    assert_history_valid(agent.history)
+
+
+async def test_approval_feedback_goes_to_model_and_turn_continues(workspace: Path) -> None:
+    approve, _ = approver_answering(ApprovalAnswer("feedback", "use y.txt instead"))
+    steps = [{"tool_calls": [call("Write", {"file_path": "x.txt", "content": "hi"})]}, {"text": "ok, y.txt then"}]
+    agent, model = make_agent(workspace, steps, approver=approve)
+    events = await collect(agent, "go")
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
+    tool_reply = model.requests[1][-1]
+    assert tool_reply["role"] == "tool" and "use y.txt instead" in tool_reply["content"]
+
+
+async def test_approval_always_adds_a_session_rule(workspace: Path) -> None:
+    approve, asked = approver_answering(ApprovalAnswer("always"))
+    steps = [
+        {"tool_calls": [call("Write", {"file_path": "x.txt", "content": "1"})]},
+        {"tool_calls": [call("Write", {"file_path": "x.txt", "content": "2"})]},
+        {"text": "ok"},
+    ]
+    agent, _ = make_agent(workspace, steps, approver=approve)
+    await collect(agent, "go")
+    assert len(asked) == 1  # the second write matched the added rule
+    assert (workspace / "x.txt").read_text() == "2"
+    assert [str(r) for r in agent.permissions.session_allow] == ["Write(x.txt)"]
+
+
+async def test_interrupt_while_tool_runs_leaves_valid_history(workspace: Path) -> None:
+    BLOCKER.clear()
+    STARTED.clear()
+    steps = [{"tool_calls": [call("Block", {}), call("Echo", {"text": "x"})]}]
+    agent, _ = make_agent(workspace, steps)
+
+    async def interrupt_when_started() -> None:
+        await STARTED.wait()
+        agent.interrupt()
+
+    interrupter = asyncio.create_task(interrupt_when_started())
+    events = await collect(agent, "go")
+    await interrupter
+    end = events[-1]
+    assert isinstance(end, TurnEnd) and end.reason == "interrupted"
+    statuses = [e.status for e in events if isinstance(e, ToolFinished)]
+    assert statuses == ["cancelled", "cancelled"]
+    assert_history_valid(agent.history)
+    assert unanswered_tool_calls(agent.history) == []
+    assert not agent.busy
+
+
+class HangingModel:
+    """Streams some text, then waits until cancelled."""
+
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.streaming = asyncio.Event()
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        yield "partial answer"
+        self.streaming.set()
+        await asyncio.Event().wait()
+        yield ModelResponse("never")
+
+
+async def test_interrupt_mid_stream_keeps_partial_text(workspace: Path) -> None:
+    model = HangingModel()
+    agent = Agent(model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="")
+
+    async def interrupt_when_streaming() -> None:
+        await model.streaming.wait()
+        agent.interrupt()
+
+    interrupter = asyncio.create_task(interrupt_when_streaming())
+    events = await collect(agent, "go")
+    await interrupter
+    assert kinds(events) == ["TextDelta", "Notice", "TurnEnd"]
+    assert agent.history[-1]["role"] == "assistant"
+    assert agent.history[-1]["content"].startswith("partial answer")
+
+
+class FlakyModel:
+    """Fails part-way once, then answers."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        self.calls += 1
+        if self.calls == 1:
+            yield "half"
+            raise ModelError("the model's response was cut off", retryable=True)
+        yield "whole answer"
+        yield ModelResponse("whole answer")
+
+
+async def test_cut_off_stream_is_discarded_and_retried(workspace: Path) -> None:
+    model = FlakyModel()
+    agent = Agent(
+        model=model,
+        tools=TOOLS,
+        workspace=workspace,
+        permissions=PermissionPolicy(workspace),
+        system_prompt="",
+        options=AgentOptions(retry_delay=0),
+    )
+    events = await collect(agent, "go")
+    assert kinds(events) == [
+        "TextDelta",
+        "ResponseDiscarded",
+        "Notice",
+        "TextDelta",
+        "Usage",
+        "AssistantMessage",
+        "TurnEnd",
+    ]
+    assert isinstance(events[1], ResponseDiscarded)
+    assert agent.history[-1] == {"role": "assistant", "content": "whole answer"}
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.estimated
+
+
+async def test_script_running_out_is_an_error_not_a_crash(workspace: Path) -> None:
+    agent, _ = make_agent(workspace, [{"tool_calls": [call("Echo", {"text": "a"})]}])
+    events = await collect(agent, "go")
+    assert isinstance(events[-2], Error) and "no step 2" in events[-2].message
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
+    assert_history_valid(agent.history)
+
+
+async def test_lifecycle_reminders_and_turn_end_continue_once(workspace: Path) -> None:
+    seen_states: list[int] = []
+
+    def remind(history: Sequence[Message]) -> list[Message]:
+        return [{"role": "user", "content": "<system-reminder>r</system-reminder>"}] if len(history) == 1 else []
+
+    def stop_check(state: TurnState) -> str | None:
+        seen_states.append(state.continuations)
+        return "keep going" if state.continuations == 0 else None
+
+    lifecycle = Lifecycle(before_request=[remind], turn_end=[stop_check])
+    agent, model = make_agent(workspace, [{"text": "first"}, {"text": "second"}], lifecycle=lifecycle)
+    events = await collect(agent, "go")
+    assert seen_states == [0, 1]
+    assert [m["content"] for m in model.requests[0][1:]] == ["go", "<system-reminder>r</system-reminder>"]
+    assert model.requests[1][-1] == {"role": "user", "content": "keep going"}
+    assert isinstance(events[-1], TurnEnd) and events[-1].final_text == "second"
+    assert [e for e in events if isinstance(e, AssistantMessage)][0].content == "first"
+
+
+async def test_busy_agent_refuses_a_second_turn(workspace: Path) -> None:
+    agent, _ = make_agent(workspace, [{"text": "x"}])
+    agent.busy = True
+    with pytest.raises(RuntimeError):
+        await collect(agent, "go")
+
+
+async def test_tool_started_carries_summary(workspace: Path) -> None:
+    agent, _ = make_agent(workspace, [{"tool_calls": [call("Echo", {"text": "hello"})]}, {"text": "ok"}])
+    events = await collect(agent, "go")
+    started = next(e for e in events if isinstance(e, ToolStarted))
+    assert started.summary == "hello" and started.arguments == {"text": "hello"}
+    assert not any(isinstance(e, Notice) for e in events)
+
+
+def test_tool_call_ids_are_made_unique() -> None:
+    calls = (ToolCall("same", "Echo", "{}"), ToolCall("same", "Echo", "{}"))
+    agent = Agent(
+        model=ScriptedModel([]),
+        tools=TOOLS,
+        workspace=Path("."),
+        permissions=PermissionPolicy(Path(".")),
+        system_prompt="",
+    )
+    recorded = agent._record_assistant(ModelResponse("", calls))
+    assert len({c.id for c in recorded}) == 2

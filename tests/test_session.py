@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from todo_agent.core.history import CANCELLED
+from todo_agent.core.session import Session, SessionError, find_session, latest_session, list_sessions
+
+
+def test_messages_are_appended_and_flushed_line_by_line(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.append({"role": "user", "content": "hello"})
+    # Flushed: another reader sees it before close.
+    lines = session.path.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "session"
+    assert json.loads(lines[1]) == {"type": "message", "message": {"role": "user", "content": "hello"}}
+    session.close()
+    reopened = Session.open(session.path)
+    assert reopened.messages == [{"role": "user", "content": "hello"}]
+    assert reopened.warnings == []
+
+
+def test_torn_last_line_is_skipped_with_a_warning_and_truncated(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.append({"role": "user", "content": "kept"})
+    session.close()
+    with session.path.open("a") as f:
+        f.write('{"type": "message", "message": {"role": "assis')
+    reopened = Session.open(session.path)
+    assert reopened.messages == [{"role": "user", "content": "kept"}]
+    assert any("torn" in w for w in reopened.warnings)
+    reopened.append({"role": "assistant", "content": "after"})
+    reopened.close()
+    assert Session.open(session.path).messages[-1] == {"role": "assistant", "content": "after"}
+
+
+def test_garbage_line_in_the_middle_is_skipped(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.close()
+    with session.path.open("a") as f:
+        f.write("not json\n")
+        f.write(json.dumps({"type": "message", "message": {"role": "user", "content": "x"}}) + "\n")
+    reopened = Session.open(session.path)
+    assert reopened.messages == [{"role": "user", "content": "x"}]
+    assert any("line 2" in w for w in reopened.warnings)
+
+
+def test_cut_off_tool_batch_is_repaired_on_resume(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.append({"role": "user", "content": "go"})
+    call = {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": "{}"}}
+    session.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    session.close()
+    reopened = Session.open(session.path)
+    assert reopened.messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": CANCELLED}
+    assert Session.open(session.path).messages[-1]["tool_call_id"] == "c1"  # persisted, not re-added
+
+
+def test_listing_latest_and_find_by_prefix(workspace: Path, tmp_path: Path) -> None:
+    first = Session.create(workspace)
+    first.append({"role": "user", "content": "first prompt"})
+    first.close()
+    second = Session.create(workspace)
+    second.append({"role": "user", "content": "<system-reminder>x</system-reminder>"})
+    second.append({"role": "user", "content": "second   prompt\nmore"})
+    second.close()
+    later = time.time() + 5
+    import os
+
+    os.utime(second.path, (later, later))
+    infos = list_sessions(workspace)
+    assert [i.id for i in infos] == [second.id, first.id]
+    assert infos[0].title == "second prompt more" and infos[0].message_count == 2
+    assert latest_session(workspace) == second.path
+    assert find_session(workspace, first.id) == first.path
+    other = tmp_path / "other"
+    other.mkdir()
+    assert list_sessions(other) == []  # grouped by working directory
+    with pytest.raises(SessionError):
+        find_session(workspace, "nope")
+
+
+def test_data_root_follows_todo_agent_home(workspace: Path, isolated_home: Path) -> None:
+    session = Session.create(workspace)
+    assert str(session.path).startswith(str(isolated_home / "todo-agent"))
+    assert session.tasks_path.name == f"{session.id}.tasks.json"
