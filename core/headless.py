@@ -1,0 +1,80 @@
+"""Headless mode (`todo-agent -p PROMPT`): one turn, the answer on stdout.
+
+Output formats:
+- `text`: the final answer only; notices and errors go to stderr.
+- `json`: one object at the end (`result`, `is_error`, `session_id`, `usage`, `tasks`).
+- `stream-json`: every event as one JSON line while it happens, then the result object.
+Nobody can answer an approval here, so calls that would ask are denied and the tool
+result says how to allow them. Exit status: 0 done, 1 error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from contextlib import aclosing
+from typing import Any, Literal, TextIO
+
+from .events import Error, Event, Notice, TasksUpdated, TurnEnd, Usage
+from .runtime import Runtime
+from .tasks import render_tasks
+
+OutputFormat = Literal["text", "json", "stream-json"]
+EXIT_CODES = {"done": 0, "interrupted": 130}
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    data = dataclasses.asdict(event)
+    return {"type": type(event).__name__, **data}
+
+
+async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+    for notice in runtime.startup_notices():
+        if notice.level != "info":
+            print(f"todo-agent: {notice.text}", file=err)
+        if output_format == "stream-json":
+            _write_json(out, event_to_json(notice))
+    end: TurnEnd | None = None
+    errors: list[str] = []
+    prompt_tokens = completion_tokens = 0
+    async with aclosing(runtime.agent.run_turn(prompt)) as events:
+        async for event in events:
+            if output_format == "stream-json":
+                _write_json(out, event_to_json(event))
+            if isinstance(event, Error):
+                errors.append(event.message)
+                print(f"todo-agent: error: {event.message}", file=err)
+            elif isinstance(event, Notice) and event.level != "info":
+                print(f"todo-agent: {event.text}", file=err)
+            elif isinstance(event, Usage):
+                prompt_tokens += event.prompt_tokens
+                completion_tokens += event.completion_tokens
+            elif isinstance(event, TurnEnd):
+                end = event
+            elif isinstance(event, TasksUpdated) and output_format == "text":
+                print(render_tasks(event.tasks), file=err)
+    reason = end.reason if end else "error"
+    code = EXIT_CODES.get(reason, 1)
+    final = end.final_text if end else ""
+    if output_format == "text":
+        if final:
+            print(final, file=out)
+    else:
+        result = {
+            "type": "result",
+            "result": final,
+            "is_error": code != 0,
+            "reason": reason,
+            "errors": errors,
+            "session_id": runtime.session.id,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+            "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
+        }
+        _write_json(out, result)
+    out.flush()
+    return code
+
+
+def _write_json(out: TextIO, data: dict[str, Any]) -> None:
+    out.write(json.dumps(data, ensure_ascii=False) + "\n")
+    out.flush()

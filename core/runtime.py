@@ -1,0 +1,161 @@
+"""Composition of one running agent: config, session, task store, tools, agent.
+
+Both front ends (the TUI and headless `-p`) build a `Runtime` and drive its `agent`.
+Creating a runtime is fast and never imports `openai`: the model client is built on
+first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .events import Notice
+from .instructions import build_system_context, describe_loaded
+from .lifecycle import Lifecycle
+from .loop import Agent, AgentOptions
+from .model import ChatModel, Message, StreamItem, create_model
+from .permissions import Approver, PermissionPolicy
+from .reminders import task_reminder_provider, unfinished_stop_check
+from .session import Session, SessionInfo, find_session, latest_session, list_sessions
+from .settings import Config
+from .tasks import TaskStore, attribution_observer
+from .tools import bash, files, search
+from .tools.base import Tool
+from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
+
+
+@dataclass
+class LazyModel:
+    """Builds the real model client on first use, keeping `import openai` off start-up."""
+
+    config: Config
+    _model: ChatModel | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.config.model
+
+    def get(self) -> ChatModel:
+        if self._model is None:
+            self._model = create_model(
+                self.config.model, base_url=self.config.base_url, api_key=self.config.api_key, script_dir=Path.cwd()
+            )
+        return self._model
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        async for item in self.get().stream(messages, tools):
+            yield item
+
+
+def build_tools(tasks_version: str) -> list[Tool]:
+    task_tools = TASK_TOOLS_V1 if tasks_version == "v1" else TASK_TOOLS_V2
+    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *task_tools]
+
+
+class Runtime:
+    def __init__(self, config: Config, session: Session, approver: Approver | None, model: LazyModel) -> None:
+        self.config = config
+        self.approver = approver
+        self.model = model
+        self.permissions = PermissionPolicy.from_strings(
+            config.workspace, config.permission_mode, config.allow, config.deny
+        )
+        task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
+        self.system = build_system_context(config.workspace, task_line)
+        self.tools = build_tools(config.tasks_version)
+        self.session = session
+        self.store = TaskStore.load(session.tasks_path)
+        self.agent = self._make_agent()
+
+    @classmethod
+    def create(
+        cls,
+        config: Config,
+        *,
+        approver: Approver | None = None,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        model: ChatModel | None = None,
+    ) -> Runtime:
+        """Open a new session, or resume one. Raises `SessionError` for an unknown id."""
+        if resume:
+            session = Session.open(find_session(config.workspace, resume))
+        elif continue_latest and (path := latest_session(config.workspace)) is not None:
+            session = Session.open(path)
+        else:
+            session = Session.create(config.workspace)
+        lazy = LazyModel(config)
+        if model is not None:
+            lazy._model = model
+        return cls(config, session, approver, lazy)
+
+    # --- what front ends read ---------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name
+
+    @property
+    def history(self) -> list[Message]:
+        return self.agent.history
+
+    def startup_notices(self) -> list[Notice]:
+        notices = [Notice(describe_loaded(self.system, self.config.workspace)), Notice(f"date {self.system.date}")]
+        if self.history:
+            notices.append(Notice(f"resumed session {self.session.id} ({len(self.history)} messages)"))
+        notices += [Notice(w, "warning") for w in (*self.config.warnings, *self.session.warnings)]
+        if self.store.warning:
+            notices.append(Notice(self.store.warning, "warning"))
+        return notices
+
+    def context_usage(self) -> tuple[int, int | None]:
+        return self.agent.context_tokens, self.config.context_window
+
+    def list_sessions(self) -> list[SessionInfo]:
+        return list_sessions(self.config.workspace)
+
+    # --- what front ends change -------------------------------------------------------
+
+    def warm_up(self) -> None:
+        self.model.get()
+
+    def set_model(self, spec: str) -> None:
+        self.config.model = spec
+        self.model = LazyModel(self.config)
+        self.agent.model = self.model
+
+    def new_session(self) -> None:
+        self._attach(Session.create(self.config.workspace))
+
+    def resume(self, session_id: str) -> None:
+        self._attach(Session.open(find_session(self.config.workspace, session_id)))
+
+    def _attach(self, session: Session) -> None:
+        if self.agent.busy:
+            raise RuntimeError("cannot switch sessions while a turn is running")
+        self.session.close()
+        self.session = session
+        self.store = TaskStore.load(session.tasks_path)
+        self.agent = self._make_agent()
+
+    def _make_agent(self) -> Agent:
+        lifecycle = Lifecycle(
+            before_request=[task_reminder_provider(self.store, self.config.reminder_interval)],
+            turn_end=[unfinished_stop_check(self.store)],
+            tool_done=[attribution_observer(self.store)],
+        )
+        return Agent(
+            model=self.model,
+            tools=self.tools,
+            workspace=self.config.workspace,
+            permissions=self.permissions,
+            system_prompt=self.system.prompt,
+            session=self.session,
+            approver=self.approver,
+            extras={"tasks": self.store},
+            lifecycle=lifecycle,
+            options=AgentOptions(),
+        )

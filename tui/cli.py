@@ -1,0 +1,112 @@
+"""The `todo-agent` command: parse flags, then run headless (`-p`) or the full-screen app.
+
+The headless path never imports Textual, and nothing here imports `openai`: both are
+imported only when needed, so `--version` and the first frame stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from todo_agent.core import __version__
+from todo_agent.core.permissions import MODES
+from todo_agent.core.session import SessionError
+from todo_agent.core.settings import Config, load_config
+
+NO_MODEL = (
+    "no model configured: set OPENAI_API_KEY (OpenAI), or pass --base-url for a local server "
+    "(Ollama: http://localhost:11434/v1, llama.cpp: http://localhost:8080/v1), or try --demo"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="todo-agent",
+        description="A terminal coding agent that keeps a task list and stays on plan.",
+    )
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless and print the answer")
+    parser.add_argument("--model", help="model name, or script:PATH for a scripted conversation")
+    parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    parser.add_argument("--permission-mode", choices=MODES, help="default, acceptEdits, plan or bypassPermissions")
+    parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    parser.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="resume the latest session")
+    parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
+    parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
+    parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        code = run(args)
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+def run(args: argparse.Namespace) -> int:
+    workspace = Path.cwd()
+    flags: dict[str, Any] = {
+        "model": args.model,
+        "base_url": args.base_url,
+        "permission_mode": args.permission_mode,
+        "tasks": args.tasks,
+    }
+    if args.demo:
+        workspace, flags["model"] = prepare_demo()
+        os.chdir(workspace)
+    config = load_config(workspace, flags=flags, headless=args.prompt is not None)
+    config.demo = args.demo
+    if args.prompt is not None:
+        return run_print(config, args)
+    from todo_agent.tui.app import run_app
+
+    return run_app(config, resume=args.resume, continue_latest=args.continue_latest)
+
+
+def run_print(config: Config, args: argparse.Namespace) -> int:
+    from todo_agent.core.headless import run_headless
+    from todo_agent.core.model import ScriptError
+    from todo_agent.core.runtime import Runtime
+
+    if not config.has_model:
+        return fail(NO_MODEL)
+    if args.resume == "":
+        return fail("--resume needs a session id in -p mode (run `todo-agent --resume` to pick one)")
+    try:
+        runtime = Runtime.create(config, resume=args.resume, continue_latest=args.continue_latest)
+        runtime.warm_up()
+    except (SessionError, ScriptError) as exc:
+        return fail(str(exc))
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    try:
+        return asyncio.run(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr))
+    finally:
+        runtime.session.close()
+
+
+def fail(message: str) -> int:
+    print(f"todo-agent: {message}", file=sys.stderr)
+    return 2
+
+
+def prepare_demo() -> tuple[Path, str]:
+    """Copy the bundled demo project to a fresh temporary directory; return it and the script."""
+    bundle = resources.files("todo_agent.examples")
+    target = Path(tempfile.mkdtemp(prefix="todo-agent-demo-")) / "demo_project"
+    with resources.as_file(bundle.joinpath("demo_project")) as source:
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    with resources.as_file(bundle.joinpath("demo_script.json")) as script:
+        script_copy = target.parent / "demo_script.json"
+        shutil.copyfile(script, script_copy)
+    return target, f"script:{script_copy}"
