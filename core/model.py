@@ -7,6 +7,7 @@ in `openai_model.py`, which is the only place that imports `openai`) and
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,8 @@ class ScriptStep:
 class ScriptedModel:
     """Replays a JSON script of model turns.
 
-    The file is `{"steps": [...]}` (or a bare list); each step is
+    The file is `{"steps": [...]}` (or a bare list; optional `"prompt"` for the demo
+    and `"chunk_delay"` seconds between streamed chunks); each step is
     `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`.
     `arguments` may be an object or a raw string (to script malformed output).
     A request that arrives after the last step raises `ScriptError`;
@@ -98,6 +100,8 @@ class ScriptedModel:
     label: str = "script"
     requests: list[list[Message]] = field(default_factory=list)
     chunk_size: int = 12
+    chunk_delay: float = 0.0
+    """Seconds between text chunks, so a demo visibly streams; 0 in tests."""
 
     @property
     def name(self) -> str:
@@ -119,7 +123,9 @@ class ScriptedModel:
         raw_steps = data.get("steps") if isinstance(data, dict) else data
         if not isinstance(raw_steps, list):
             raise ScriptError('a script is a list of steps or {"steps": [...]}')
-        return cls([_parse_step(i, s) for i, s in enumerate(raw_steps)], label=label)
+        delay = data.get("chunk_delay", 0.0) if isinstance(data, dict) else 0.0
+        steps = [_parse_step(i, s) for i, s in enumerate(raw_steps)]
+        return cls(steps, label=label, chunk_delay=float(delay) if isinstance(delay, int | float) else 0.0)
 
     @property
     def used(self) -> int:
@@ -136,6 +142,8 @@ class ScriptedModel:
         self.requests.append([dict(m) for m in messages])
         step = self.steps[index]
         for start in range(0, len(step.text), self.chunk_size):
+            if self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
             yield step.text[start : start + self.chunk_size]
         prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
         yield ModelResponse(

@@ -1,0 +1,267 @@
+"""`OpenAIChatModel`: the chat-completions API over real HTTP, streamed.
+
+The only module that imports `openai` (and it is itself imported lazily). It turns the
+SDK's chunks into text deltas plus one `ModelResponse`, tolerating what OpenAI-compatible
+servers really send, and turns every SDK failure into a one-line `ModelError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import openai
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToolUnionParam
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from .model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
+
+_CONNECT_TIMEOUT = 10.0
+_MAX_DETAIL = 200
+
+
+class OpenAIChatModel:
+    """A `ChatModel` for OpenAI and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, …).
+
+    The SDK's own retries stay on: they cover 5xx, 429 and dropped keep-alive connections
+    (llama.cpp closes them after each stream) before anything reaches the caller.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        max_retries: int = 3,
+        timeout: float = 600,
+    ) -> None:
+        self._model = model
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",  # local servers take any key; the SDK insists on one
+            max_retries=max_retries,
+            timeout=openai.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT)),
+        )
+        self._send_stream_options = True
+        self._generated_ids = 0
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url).rstrip("/")
+
+    async def aclose(self) -> None:
+        """Release the HTTP connection pool."""
+        await self._client.close()
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`."""
+        stream = await self._open(messages, tools)
+        assembler = _Assembler()
+        async with stream:  # closes the HTTP response on cancellation, errors and early exit
+            try:
+                async for chunk in stream:
+                    for text in assembler.feed(chunk):
+                        yield text
+            except json.JSONDecodeError as exc:
+                raise ModelError(f"the server sent a malformed stream event ({exc.msg})", retryable=True) from exc
+            except openai.APIConnectionError as exc:
+                if assembler.finish_reason is None:
+                    reason = _connection_reason(exc)
+                    raise ModelError(
+                        f"the model's response was cut off (connection lost: {reason})", retryable=True
+                    ) from exc
+                # The answer was complete; only the trailing usage chunk or [DONE] was lost.
+            except openai.APIError as exc:
+                raise ModelError(f"the server reported an error mid-stream: {_detail(exc)}", retryable=True) from exc
+        yield assembler.finish(self._next_id)
+
+    def _next_id(self) -> str:
+        self._generated_ids += 1
+        return f"call_{self._generated_ids}"
+
+    async def _open(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            try:
+                return await self._create(messages, tools)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if not (self._send_stream_options and _mentions_stream_options(exc)):
+                    raise
+                # Some servers reject stream_options (400, or 422 from strict schemas); asked
+                # without it they answer normally, only without usage.
+                self._send_stream_options = False
+                return await self._create(messages, tools)
+        except openai.APIError as exc:
+            raise self._error(exc) from exc
+
+    async def _create(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        return await self._client.chat.completions.create(
+            model=self._model,
+            messages=cast(Iterable[ChatCompletionMessageParam], messages),
+            tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
+            stream=True,
+            stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
+        )
+
+    def _error(self, exc: openai.APIError) -> ModelError:
+        """One line a person can act on, for any failure before the stream starts.
+
+        None of these is `retryable`: the SDK has already retried connection errors, 429
+        and 5xx with backoff, and retrying again in the loop would multiply the wait.
+        """
+        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}")
+        if isinstance(exc, openai.APIStatusError):
+            return self._status_error(exc)
+        return ModelError(f"model API error: {_detail(exc)}")
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        status, detail = exc.status_code, _detail(exc)
+        if status == 401:
+            return ModelError(f"authentication failed (HTTP 401): check OPENAI_API_KEY ({detail})")
+        if status == 404:
+            return ModelError(f"model '{self._model}' not found at {self.base_url} (HTTP 404: {detail})")
+        if status == 429:
+            if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
+                return ModelError(f"quota exceeded (HTTP 429): {detail}")
+            return ModelError(f"rate limited (HTTP 429): {detail}")
+        if status >= 500:
+            return ModelError(f"server error (HTTP {status}): {detail}")
+        what = {400: "request rejected", 403: "permission denied"}.get(status, f"HTTP error from {self.base_url}")
+        return ModelError(f"{what} (HTTP {status}): {detail}")
+
+
+@dataclass
+class _PartialCall:
+    id: str | None
+    name: str = ""
+    arguments: str = ""
+
+
+class _Assembler:
+    """Accumulates one streamed answer: text, tool calls, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[_PartialCall] = []
+        self.by_index: dict[int, _PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.usage: ModelUsage | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[str]:
+        """Take one chunk; return its text deltas."""
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        deltas: list[str] = []
+        for choice in chunk.choices or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # only the first choice is ever asked for
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    deltas.append(delta.content)
+                    self.text.append(delta.content)
+                for piece in delta.tool_calls or ():
+                    self._add(piece)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return deltas
+
+    def _add(self, piece: ChoiceDeltaToolCall) -> None:
+        index: int | None = getattr(piece, "index", None)  # some servers omit it on single calls
+        piece_id = piece.id or None
+        call = self.by_index.get(index) if index is not None else (self.calls[-1] if self.calls else None)
+        if call is None or (piece_id and call.id and piece_id != call.id):
+            # A new id at a known index is a new call: some servers put every parallel call at 0.
+            call = _PartialCall(id=piece_id)
+            self.calls.append(call)
+            if index is not None:
+                self.by_index[index] = call
+        elif piece_id and not call.id:
+            call.id = piece_id
+        function = piece.function
+        if function is None:
+            return
+        # Names may come in pieces; a server that repeats the whole name must not double it.
+        if function.name and function.name != call.name:
+            call.name += function.name
+        if function.arguments:
+            call.arguments += function.arguments
+
+    def finish(self, new_id: Callable[[], str]) -> ModelResponse:
+        """The complete response; `new_id()` names calls that came without an id."""
+        if self.finish_reason is None:
+            raise ModelError("the model's response was cut off (stream ended early)", retryable=True)
+        taken = {c.id for c in self.calls if c.id}
+        calls: list[ToolCall] = []
+        for call in self.calls:
+            call_id = call.id
+            while not call_id or (call.id is None and call_id in taken):
+                call_id = new_id()
+            taken.add(call_id)
+            calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
+        return ModelResponse(
+            content="".join(self.text),
+            tool_calls=tuple(calls),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+def _usage(usage: CompletionUsage) -> ModelUsage:
+    # Compatible servers sometimes send nulls here; the SDK does not validate.
+    return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
+
+
+def _mentions_stream_options(exc: openai.APIError) -> bool:
+    text = f"{exc.message} {exc.body}".lower()
+    return "stream_options" in text or "include_usage" in text
+
+
+def _detail(exc: openai.APIError) -> str:
+    """The server's own message, on one short line."""
+    body = exc.body
+    message: object = None
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+    elif isinstance(body, str):
+        message = body
+    if not isinstance(message, str) or not message.strip():
+        message = exc.message.split(" - ", 1)[-1] if exc.message.startswith("Error code:") else exc.message
+    return _one_line(str(message)) or "no details"
+
+
+def _connection_reason(exc: openai.APIConnectionError) -> str:
+    """The root cause in plain words: "Connection refused", "Name or service not known", …"""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    root: BaseException = exc
+    seen = {id(exc)}
+    while (inner := root.__cause__ or root.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        root = inner
+    if isinstance(root, socket.gaierror) and root.strerror:
+        reason = root.strerror
+    elif isinstance(root, OSError) and root.errno and root.errno > 0:
+        reason = os.strerror(root.errno)
+    else:
+        reason = str(root) or exc.message
+    return _one_line(reason).rstrip(".") or "connection error"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_DETAIL else line[: _MAX_DETAIL - 1] + "…"

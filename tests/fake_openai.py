@@ -1,0 +1,527 @@
+"""A small OpenAI-compatible chat-completions server for tests (stdlib only).
+
+It answers `POST /v1/chat/completions` from a script of responses, one item per request,
+streamed as SSE like OpenAI and llama.cpp do, and `GET /v1/models`. Every request body is
+recorded, and every request is checked for API validity (each assistant tool call answered
+by a `tool` message before the next assistant/user message, tool-call arguments valid JSON,
+no empty `tools` list). An invalid request, or one that arrives after the script ran out,
+is recorded in `violations` and answered with HTTP 500 and `x-should-retry: false`, so the
+test fails loudly instead of the client retrying.
+
+Script items (dicts):
+
+- a streamed answer: `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`.
+  `arguments` is an object (sent as JSON) or a raw string (sent as is). A call may carry its
+  own `"id"`. Options: `chunk_size` (default 3, for text and arguments), `finish_reason`
+  (default `tool_calls` or `stop`), `usage` (`{"prompt_tokens": n, "completion_tokens": m}`,
+  or `null` to send none; by default a usage chunk with empty `choices` is sent when the
+  request asked for `stream_options.include_usage`), `usage_in_finish_chunk` (put usage on
+  the finish chunk, like llama.cpp), `interleave` (parallel calls' argument chunks
+  round-robin), `reuse_index` (every call at index 0, told apart by id), `omit_index`,
+  `omit_ids`, `split_name` (names in two pieces), `repeat_name` (the whole name on every
+  delta), `tool_delta_content` (`""` or `null`: a `content` key on every tool-call delta,
+  like llama.cpp), `stall` (after the content, keep the stream open until the client goes
+  away).
+- `{"http_error": 500, "message": "...", "headers": {...}}`: that status with a JSON error body.
+- `{"cut_off": true, "text": "...", "clean": false}`: stream some text, then end without a
+  finish_reason or `[DONE]`; `clean` ends the HTTP body properly, otherwise the connection
+  drops mid-body.
+- `{"raw_events": ["{...}", "not json", "[DONE]"]}`: each string sent as one `data:` event.
+- `{"stall": true}` alone: read the request and never answer (for timeouts).
+
+Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
+`server.requests`, `server.violations`), from another event loop or a subprocess test with
+`with run_in_thread(items) as server:`, or as a process:
+`python tests/fake_openai.py SCRIPT.json [--record OUT.json]` prints the base URL on its
+first stdout line and serves until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+Item = Mapping[str, Any]
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    411: "Length Required",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+_DEFAULT_ERRORS = {
+    400: "bad request",
+    401: "Incorrect API key provided",
+    403: "forbidden",
+    404: "The model does not exist",
+    429: "Rate limit reached, retry later",
+    500: "The server had an error while processing your request",
+}
+
+
+def validate_request(body: Any) -> list[str]:
+    """Everything that makes `body` an invalid chat-completions request for a strict server."""
+    if not isinstance(body, dict):
+        return ["the request body is not a JSON object"]
+    problems: list[str] = []
+    if not isinstance(body.get("model"), str):
+        problems.append("the request has no model")
+    if "tools" in body and not body["tools"]:
+        problems.append("`tools` is sent empty (omit it instead)")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return [*problems, "the request has no messages"]
+    return problems + _check_history(messages)
+
+
+def _check_history(messages: list[Any]) -> list[str]:
+    """Every assistant tool call must be answered by a `tool` message before anything else."""
+    problems: list[str] = []
+    pending: set[str] = set()
+    for position, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                problems.append(f"message {position}: tool reply {call_id!r} answers no pending tool call")
+            pending.discard(call_id)
+            continue
+        if pending:
+            problems.append(f"message {position} ({role}) comes before tool replies to {sorted(pending)}")
+            pending.clear()
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                problems.extend(_check_call(position, call))
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    pending.add(call["id"])
+    if pending:
+        problems.append(f"the request ends with unanswered tool calls {sorted(pending)}")
+    return problems
+
+
+def _check_call(position: int, call: Any) -> list[str]:
+    if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not call["id"]:
+        return [f"message {position}: a tool call without an id"]
+    function = call.get("function")
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return [f"message {position}: tool call {call['id']} has no function name"]
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return [f"message {position}: tool call {call['id']} arguments are not a string"]
+    try:
+        json.loads(arguments)
+    except json.JSONDecodeError:
+        return [f"message {position}: tool call {call['id']} arguments are not valid JSON: {arguments[:80]!r}"]
+    return []
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (see the module docstring)."""
+
+    def __init__(
+        self,
+        responses: Sequence[Item] = (),
+        *,
+        models: Sequence[str] | None = None,
+        check_unused: bool = True,
+        check_violations: bool = True,
+        retry_after_ms: int | None = 1,
+        port: int = 0,
+    ) -> None:
+        """`models`: ids that exist (others get 404); None accepts any model.
+
+        `retry_after_ms` is sent on error responses: the openai client honours it, so its
+        retries take milliseconds instead of its 0.5–8 s backoff.
+        """
+        self.responses = list(responses)
+        self.models = list(models) if models is not None else None
+        self.check_unused = check_unused
+        self.check_violations = check_violations
+        self.retry_after_ms = retry_after_ms
+        self.port = port
+        self.requests: list[Any] = []
+        """Parsed JSON body of every chat-completions POST, in arrival order."""
+        self.violations: list[str] = []
+        self.aborted = asyncio.Event()
+        """Set when a client closed a connection before its streamed answer ended."""
+        self.used = 0
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def unused(self) -> int:
+        return len(self.responses) - self.used
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+
+    def problems(self) -> list[str]:
+        found = list(self.violations) if self.check_violations else []
+        if self.check_unused and self.unused:
+            found.append(f"{self.unused} of {len(self.responses)} scripted responses were never requested")
+        return found
+
+    def assert_clean(self) -> None:
+        """Raise AssertionError if there were violations or (when checked) unused responses."""
+        if problems := self.problems():
+            raise AssertionError("fake OpenAI server: " + "; ".join(problems))
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+        if exc is None:
+            self.assert_clean()
+        elif problems := self.problems():
+            exc.add_note("fake OpenAI server: " + "; ".join(problems))
+
+    # --- HTTP ------------------------------------------------------------------------
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._serve_one(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.aborted.set()
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = request_line.split(" ", 2)
+        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
+        path = target.split("?", 1)[0].rstrip("/")
+        if method == "GET" and path == "/v1/models":
+            ids = self.models if self.models is not None else ["fake-model"]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in ids]
+            await self._send_json(writer, 200, {"object": "list", "data": data})
+            return
+        if method != "POST" or path != "/v1/chat/completions":
+            await self._send_error(writer, 404, f"no route for {method} {path}")
+            return
+        if "content-length" not in headers:
+            await self._send_error(writer, 411, "a Content-Length is required")
+            return
+        raw = await reader.readexactly(int(headers["content-length"]))
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        self.requests.append(body)
+        await self._answer(body, reader, writer)
+
+    async def _answer(self, body: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        number = len(self.requests)
+        if problems := validate_request(body):
+            self.violations.extend(f"request {number}: {p}" for p in problems)
+            await self._send_error(writer, 500, "invalid request: " + "; ".join(problems), retry=False)
+            return
+        if self.models is not None and body["model"] not in self.models:
+            await self._send_error(writer, 404, f"The model `{body['model']}` does not exist")
+            return
+        if self.used >= len(self.responses):
+            message = f"request {number} arrived after the script's {len(self.responses)} responses ran out"
+            self.violations.append(message)
+            await self._send_error(writer, 500, message, retry=False)
+            return
+        item = self.responses[self.used]
+        self.used += 1
+        if "http_error" in item:
+            status = int(item["http_error"])
+            message = str(item.get("message") or _DEFAULT_ERRORS.get(status, f"error {status}"))
+            await self._send_error(writer, status, message, extra=item.get("headers"))
+        elif item.get("stall") and not item.get("text") and not item.get("tool_calls"):
+            await reader.read()  # until the client gives up
+            self.aborted.set()
+        else:
+            await self._stream(body, item, reader, writer)
+
+    async def _send_json(
+        self, writer: asyncio.StreamWriter, status: int, payload: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        lines = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(data)}",
+            "Connection: close",
+            *(f"{k}: {v}" for k, v in (headers or {}).items()),
+        ]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+        await writer.drain()
+
+    async def _send_error(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        message: str,
+        *,
+        retry: bool = True,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        headers: dict[str, str] = {}
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = str(self.retry_after_ms)
+        if not retry:
+            headers["x-should-retry"] = "false"
+        headers.update(extra or {})
+        error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error", "code": None}
+        await self._send_json(writer, status, {"error": error}, headers)
+
+    async def _stream(
+        self, body: Mapping[str, Any], item: Item, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Transfer-Encoding: chunked", "Connection: close"]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        for event in _events(body, item, len(self.requests)):
+            data = f"data: {event}\n\n".encode()
+            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            await writer.drain()
+        if item.get("stall"):
+            await reader.read()
+            self.aborted.set()
+            return
+        if not item.get("cut_off") or item.get("clean"):
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+
+
+# --- SSE events for one scripted answer -----------------------------------------------
+
+
+def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
+    if "raw_events" in item:
+        yield from (str(e) for e in item["raw_events"])
+        return
+    base = {"id": f"chatcmpl-fake-{number}", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        return json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+    size = max(1, int(item.get("chunk_size", 3)))
+    text = str(item.get("text") or "")
+    yield chunk({"role": "assistant", "content": ""})
+    for start in range(0, len(text), size):
+        yield chunk({"content": text[start : start + size]})
+    if item.get("cut_off"):
+        return
+    calls = list(item.get("tool_calls") or [])
+    for piece in _tool_call_pieces(item, calls, size):
+        delta: dict[str, Any] = {"tool_calls": [piece]}
+        if "tool_delta_content" in item:
+            delta["content"] = item["tool_delta_content"]
+        yield chunk(delta)
+    if item.get("stall"):
+        return
+    finish = str(item.get("finish_reason") or ("tool_calls" if calls else "stop"))
+    usage = _usage(body, item, text, calls)
+    if usage is not None and item.get("usage_in_finish_chunk"):
+        yield chunk({}, finish, usage=usage)
+    else:
+        yield chunk({}, finish)
+        if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            yield json.dumps({**base, "choices": [], "usage": usage})
+    yield "[DONE]"
+
+
+def _tool_call_pieces(item: Item, calls: list[Mapping[str, Any]], size: int) -> Iterator[dict[str, Any]]:
+    streams = [_call_pieces(item, n, call, size) for n, call in enumerate(calls)]
+    if item.get("interleave"):
+        # Every call's header first, then argument pieces round-robin.
+        for stream in streams:
+            yield stream.pop(0)
+        while any(streams):
+            for stream in streams:
+                if stream:
+                    yield stream.pop(0)
+        return
+    for stream in streams:
+        yield from stream
+
+
+def _call_pieces(item: Item, n: int, call: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
+    """The `tool_calls[0]` entries of the deltas that stream one call."""
+    args = call.get("arguments", {})
+    text = args if isinstance(args, str) else json.dumps(args)
+    name = str(call["name"])
+    names = [name[: len(name) // 2], name[len(name) // 2 :]] if item.get("split_name") else [name]
+    first: dict[str, Any] = {"index": n, "type": "function", "function": {"name": names[0], "arguments": ""}}
+    if not item.get("omit_ids"):
+        first["id"] = str(call.get("id") or f"call_fake_{n + 1}")
+    pieces = [first, *({"index": n, "function": {"name": part}} for part in names[1:])]
+    pieces += [{"index": n, "function": {"arguments": text[i : i + size]}} for i in range(0, len(text), size)]
+    for piece in pieces:
+        if item.get("repeat_name"):
+            piece["function"]["name"] = name
+        if item.get("reuse_index"):
+            piece["index"] = 0
+        if item.get("omit_index"):
+            del piece["index"]
+    return pieces
+
+
+def _usage(body: Mapping[str, Any], item: Item, text: str, calls: list[Mapping[str, Any]]) -> dict[str, int] | None:
+    if "usage" in item:
+        return dict(item["usage"]) if item["usage"] is not None else None
+    prompt = len(json.dumps(body.get("messages"))) // 4
+    completion = max(1, (len(text) + len(json.dumps(calls))) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+# --- running outside the test's event loop -------------------------------------------
+
+
+class ServerThread:
+    """A `FakeOpenAIServer` running on its own event loop in a daemon thread."""
+
+    def __init__(self, server: FakeOpenAIServer) -> None:
+        self.server = server
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="fake-openai", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread (idempotent; checks nothing)."""
+        if self._thread.is_alive() and self._stopped is not None:
+            self._loop.call_soon_threadsafe(self._stopped.set)
+            self._thread.join()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.server
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+        if exc is None:
+            self.server.assert_clean()
+        elif problems := self.server.problems():
+            exc.add_note("fake OpenAI server: " + "; ".join(problems))
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        self._stopped = asyncio.Event()
+        try:
+            await self.server.start()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        await self._stopped.wait()
+        await self.server.stop()
+
+
+def run_in_thread(responses: Sequence[Item] = (), **options: Any) -> ServerThread:
+    """Start a server in a background thread; `options` as for `FakeOpenAIServer`.
+
+    `with run_in_thread(items) as server:` stops it and asserts it clean on exit;
+    or keep the returned `ServerThread` and call `.stop()` yourself.
+    """
+    return ServerThread(FakeOpenAIServer(responses, **options)).start()
+
+
+# --- running as a process ------------------------------------------------------------
+
+
+def load_script(path: str | Path) -> list[Item]:
+    """A script file is a JSON list of items or `{"responses": [...]}`."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    items = data.get("responses") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise SystemExit(f'{path}: expected a list of response objects or {{"responses": [...]}}')
+    return items
+
+
+async def _serve_forever(server: FakeOpenAIServer) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        await server.start()
+        stack.push_async_callback(server.stop)
+        print(server.base_url, flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve a scripted OpenAI-compatible API on 127.0.0.1.")
+    parser.add_argument("script", help="JSON file: a list of response items or {'responses': [...]}")
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default: any free port)")
+    parser.add_argument("--record", help="on exit, write requests, violations and unused count here (JSON)")
+    parser.add_argument("--allow-unused", action="store_true", help="do not fail when responses go unused")
+    args = parser.parse_args(argv)
+    server = FakeOpenAIServer(load_script(args.script), port=args.port, check_unused=not args.allow_unused)
+    asyncio.run(_serve_forever(server))
+    if args.record:
+        record = {"requests": server.requests, "violations": server.violations, "unused": server.unused}
+        Path(args.record).write_text(json.dumps(record, indent=2), encoding="utf-8")
+    if problems := server.problems():
+        print("fake OpenAI server: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""OpenAIChatModel against a real HTTP server that speaks like OpenAI and llama.cpp."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import urllib.request
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import openai
+import pytest
+from fake_openai import FakeOpenAIServer, run_in_thread, validate_request
+from todo_agent.core.model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
+from todo_agent.core.openai_model import OpenAIChatModel
+
+USER: list[Message] = [{"role": "user", "content": "hi"}]
+READ_TOOL = {
+    "type": "function",
+    "function": {"name": "Read", "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
+}
+
+MakeModel = Callable[..., OpenAIChatModel]
+
+
+@pytest.fixture(autouse=True)
+def _instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK backs off 0.5–8 s between retries; the retries themselves stay real."""
+    monkeypatch.setattr(openai.AsyncOpenAI, "_calculate_retry_timeout", lambda *args, **kwargs: 0.0)
+
+
+@pytest.fixture
+async def make_model() -> AsyncIterator[MakeModel]:
+    models: list[OpenAIChatModel] = []
+
+    def make(base_url: str, **options: Any) -> OpenAIChatModel:
+        model = OpenAIChatModel(
+            model=options.pop("model", "fake-model"), base_url=base_url, api_key="sk-test", **options
+        )
+        models.append(model)
+        return model
+
+    yield make
+    for model in models:
+        await model.aclose()
+
+
+async def collect(
+    model: OpenAIChatModel, messages: Sequence[Message] = USER, tools: Sequence[dict[str, Any]] = ()
+) -> tuple[list[str], ModelResponse]:
+    items: list[StreamItem] = [item async for item in model.stream(messages, tools)]
+    *deltas, last = items
+    assert all(isinstance(d, str) for d in deltas), items
+    assert isinstance(last, ModelResponse), items
+    return [d for d in deltas if isinstance(d, str)], last
+
+
+async def failure(model: OpenAIChatModel) -> tuple[list[StreamItem], ModelError]:
+    """Run a stream that must fail; return what it yielded before failing and the error."""
+    items: list[StreamItem] = []
+    with pytest.raises(ModelError) as caught:
+        async for item in model.stream(USER, []):
+            items.append(item)
+    assert not any(isinstance(i, ModelResponse) for i in items), "a broken stream built a response"
+    assert "\n" not in caught.value.message
+    return items, caught.value
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+# --- streaming ------------------------------------------------------------------------
+
+
+async def test_text_streams_as_deltas_then_one_response(make_model: MakeModel) -> None:
+    text = "Hello there, this arrives in pieces."
+    async with FakeOpenAIServer([{"text": text, "chunk_size": 4}]) as server:
+        model = make_model(server.base_url)
+        deltas, response = await collect(model)
+    assert len(deltas) == 9
+    assert "".join(deltas) == text
+    assert response == ModelResponse(content=text, finish_reason="stop", usage=response.usage)
+    assert model.name == "fake-model"
+    body = server.requests[0]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == USER
+    assert "tools" not in body  # an empty tools list is omitted, not sent as []
+
+
+async def test_tools_are_sent_when_given(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"text": "ok"}]) as server:
+        await collect(make_model(server.base_url), tools=[READ_TOOL])
+    assert server.requests[0]["tools"] == [READ_TOOL]
+
+
+async def test_tool_call_arguments_split_in_many_chunks_reassemble_exactly(make_model: MakeModel) -> None:
+    raw = '{ "file_path" :  "src/a b.py",\n  "offset": 10, "note": "é ✔ \\" }" }'
+    call = {"id": "call_abc-123", "name": "TaskUpdate", "arguments": raw}
+    async with FakeOpenAIServer([{"tool_calls": [call], "chunk_size": 2, "split_name": True}]) as server:
+        deltas, response = await collect(make_model(server.base_url))
+    assert deltas == []
+    assert response.tool_calls == (ToolCall(id="call_abc-123", name="TaskUpdate", arguments=raw),)
+    assert response.finish_reason == "tool_calls"
+    assert response.content == ""
+
+
+async def test_text_then_tool_call(make_model: MakeModel) -> None:
+    item = {"text": "Let me look.", "tool_calls": [{"name": "Read", "arguments": {"file_path": "a.py"}}]}
+    async with FakeOpenAIServer([item]) as server:
+        deltas, response = await collect(make_model(server.base_url))
+    assert "".join(deltas) == response.content == "Let me look."
+    assert [(c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("Read", {"file_path": "a.py"})]
+
+
+PARALLEL = [
+    {"id": "call_1", "name": "Read", "arguments": {"file_path": "one.py"}},
+    {"id": "call_2", "name": "Grep", "arguments": {"pattern": "def two", "path": "src"}},
+]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"interleave": True}, {"reuse_index": True}, {"reuse_index": True, "split_name": True}],
+    ids=["sequential", "interleaved", "index-0-reused", "index-0-reused-split-names"],
+)
+async def test_parallel_tool_calls(make_model: MakeModel, options: dict[str, Any]) -> None:
+    async with FakeOpenAIServer([{"tool_calls": PARALLEL, "chunk_size": 5, **options}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
+        (c["id"], c["name"], c["arguments"]) for c in PARALLEL
+    ]
+
+
+async def test_a_name_repeated_on_every_delta_is_not_doubled(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"tool_calls": PARALLEL, "repeat_name": True}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert [c.name for c in response.tool_calls] == ["Read", "Grep"]
+    assert [json.loads(c.arguments) for c in response.tool_calls] == [c["arguments"] for c in PARALLEL]
+
+
+async def test_single_call_without_index(make_model: MakeModel) -> None:
+    args = '{"command": "ls -la"}'
+    item = {"tool_calls": [{"id": "x1", "name": "Bash", "arguments": args}], "omit_index": True, "chunk_size": 1}
+    async with FakeOpenAIServer([item]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.tool_calls == (ToolCall(id="x1", name="Bash", arguments=args),)
+
+
+async def test_calls_without_ids_get_unique_generated_ids(make_model: MakeModel) -> None:
+    calls = [{"name": "Read", "arguments": {}}, {"name": "Glob", "arguments": {}}]
+    script = [{"tool_calls": calls, "omit_ids": True}, {"tool_calls": calls[:1], "omit_ids": True}]
+    async with FakeOpenAIServer(script) as server:
+        model = make_model(server.base_url)
+        _, first = await collect(model)
+        _, second = await collect(model)
+    ids = [c.id for c in (*first.tool_calls, *second.tool_calls)]
+    assert ids == ["call_1", "call_2", "call_3"]
+
+
+@pytest.mark.parametrize("content", ["", None], ids=["empty-string", "null"])
+async def test_content_on_tool_call_deltas_like_llama_cpp(make_model: MakeModel, content: str | None) -> None:
+    item = {"tool_calls": PARALLEL, "tool_delta_content": content}
+    async with FakeOpenAIServer([item]) as server:
+        deltas, response = await collect(make_model(server.base_url))
+    assert deltas == []
+    assert response.content == ""
+    assert len(response.tool_calls) == 2
+
+
+async def test_length_finish_is_a_complete_response(make_model: MakeModel) -> None:
+    item = {"tool_calls": [{"name": "Write", "arguments": '{"content": "unfinis'}], "finish_reason": "length"}
+    async with FakeOpenAIServer([item]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.finish_reason == "length"
+    assert response.tool_calls[0].arguments == '{"content": "unfinis'
+
+
+# --- usage ----------------------------------------------------------------------------
+
+
+async def test_usage_from_the_final_chunk_with_empty_choices(make_model: MakeModel) -> None:
+    item = {"text": "hi", "usage": {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}}
+    async with FakeOpenAIServer([item]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.usage == ModelUsage(prompt_tokens=120, completion_tokens=7)
+
+
+async def test_usage_on_the_finish_chunk(make_model: MakeModel) -> None:
+    item = {"text": "hi", "usage": {"prompt_tokens": 5, "completion_tokens": 2}, "usage_in_finish_chunk": True}
+    async with FakeOpenAIServer([item]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.usage == ModelUsage(prompt_tokens=5, completion_tokens=2)
+
+
+async def test_missing_usage_is_none(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"text": "hi", "usage": None}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.usage is None
+    assert response.content == "hi"
+
+
+@pytest.mark.parametrize("status", [400, 422])
+async def test_server_rejecting_stream_options_is_asked_again_without_them(make_model: MakeModel, status: int) -> None:
+    rejection = {"http_error": status, "message": "Unrecognized request argument supplied: stream_options"}
+    async with FakeOpenAIServer([rejection, {"text": "one"}, {"text": "two"}]) as server:
+        model = make_model(server.base_url)
+        _, first = await collect(model)
+        _, second = await collect(model)
+    assert (first.content, second.content) == ("one", "two")
+    assert [("stream_options" in body) for body in server.requests] == [True, False, False]
+    assert first.usage is None  # the fake, like OpenAI, only sends usage when asked
+
+
+# --- failures -------------------------------------------------------------------------
+
+
+async def test_a_server_error_is_recovered_by_the_client_retries(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"http_error": 500}, {"text": "recovered"}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.content == "recovered"
+    assert len(server.requests) == 2
+
+
+async def test_server_errors_beyond_the_client_retries_are_final(make_model: MakeModel) -> None:
+    # The SDK already retried with backoff; the loop must not multiply the wait.
+    script = [{"http_error": 503, "message": "loading model"}] * 3
+    async with FakeOpenAIServer(script) as server:
+        _, error = await failure(make_model(server.base_url, max_retries=2))
+    assert error.message == "server error (HTTP 503): loading model"
+    assert not error.retryable
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("clean", [False, True], ids=["connection-dropped", "body-ended"])
+async def test_a_cut_off_stream_raises_retryable(make_model: MakeModel, clean: bool) -> None:
+    async with FakeOpenAIServer([{"cut_off": True, "clean": clean, "text": "half an answ"}]) as server:
+        items, error = await failure(make_model(server.base_url))
+    assert "".join(str(i) for i in items) == "half an answ"
+    assert "cut off" in error.message
+    assert error.retryable
+    assert len(server.requests) == 1
+
+
+async def test_connection_lost_after_the_finish_reason_keeps_the_answer(make_model: MakeModel) -> None:
+    finish = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "fake-model"}
+    events = [
+        json.dumps({**finish, "choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": None}]}),
+        json.dumps({**finish, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]
+    async with FakeOpenAIServer([{"raw_events": events, "cut_off": True}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert (response.content, response.finish_reason, response.usage) == ("done", "stop", None)
+
+
+async def test_malformed_stream_json_is_retryable(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"raw_events": ['{"id": "c", "choices": [']}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert "malformed" in error.message
+    assert error.retryable
+
+
+async def test_an_error_event_mid_stream(make_model: MakeModel) -> None:
+    event = json.dumps({"error": {"message": "the request exceeds the available context size", "code": 500}})
+    async with FakeOpenAIServer([{"raw_events": [event]}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert error.message == "the server reported an error mid-stream: the request exceeds the available context size"
+
+
+async def test_bad_key(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"http_error": 401, "message": "Incorrect API key provided: sk-test"}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert error.message.startswith("authentication failed (HTTP 401): check OPENAI_API_KEY")
+    assert "Incorrect API key provided" in error.message
+    assert not error.retryable
+    assert len(server.requests) == 1  # not retried
+
+
+async def test_unknown_model(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([], models=["fake-model"]) as server:
+        _, error = await failure(make_model(server.base_url, model="gpt-nope"))
+    assert error.message.startswith(f"model 'gpt-nope' not found at {server.base_url}")
+    assert not error.retryable
+
+
+async def test_rejected_request(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"http_error": 400, "message": "messages: too long"}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert error.message == "request rejected (HTTP 400): messages: too long"
+    assert len(server.requests) == 1  # no stream_options fallback for an unrelated 400
+
+
+async def test_rate_limited(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"http_error": 429}] * 2) as server:
+        _, error = await failure(make_model(server.base_url, max_retries=1))
+    assert error.message.startswith("rate limited (HTTP 429)")
+    assert not error.retryable
+
+
+async def test_connection_refused(make_model: MakeModel) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    _, error = await failure(make_model(url, max_retries=2))
+    assert error.message == f"cannot reach {url}: Connection refused"
+    assert not error.retryable
+
+
+async def test_timeout(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"stall": True}]) as server:
+        _, error = await failure(make_model(server.base_url, max_retries=0, timeout=0.3))
+    assert error.message == f"cannot reach {server.base_url}: timed out"
+    assert not error.retryable
+
+
+async def test_cancellation_propagates_and_closes_the_stream(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"text": "first words", "stall": True}]) as server:
+        model = make_model(server.base_url)
+        started = asyncio.Event()
+
+        async def consume() -> None:
+            async for _ in model.stream(USER, []):
+                started.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(started.wait(), 5)
+        assert not server.aborted.is_set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(server.aborted.wait(), 5)
+
+
+async def test_leaving_the_stream_early_closes_it(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"text": "first words", "stall": True}]) as server:
+        stream = cast(AsyncGenerator[StreamItem, None], make_model(server.base_url).stream(USER, []))
+        assert isinstance(await anext(stream), str)
+        await stream.aclose()
+        await asyncio.wait_for(server.aborted.wait(), 5)
+
+
+# --- the fake server itself -------------------------------------------------------------
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a"}'}}
+
+
+def test_validation_accepts_a_well_formed_history() -> None:
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL, {**CALL, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "x"},
+        {"role": "tool", "tool_call_id": "c1", "content": "y"},
+        {"role": "user", "content": "more"},
+    ]
+    assert validate_request({"model": "m", "messages": history}) == []
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([{"role": "assistant", "tool_calls": [CALL]}, {"role": "user", "content": "?"}], "before tool replies"),
+        ([{"role": "assistant", "tool_calls": [CALL]}], "unanswered"),
+        ([{"role": "tool", "tool_call_id": "zz", "content": ""}], "answers no pending"),
+        (
+            [
+                {"role": "assistant", "tool_calls": [{**CALL, "function": {"name": "Read", "arguments": "{bad"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": ""},
+            ],
+            "not valid JSON",
+        ),
+    ],
+    ids=["user-before-reply", "dangling-call", "orphan-reply", "invalid-arguments"],
+)
+async def test_invalid_history_is_a_violation_and_not_retried(
+    make_model: MakeModel, messages: list[Message], problem: str
+) -> None:
+    async with FakeOpenAIServer([{"text": "unused"}], check_violations=False, check_unused=False) as server:
+        model = make_model(server.base_url)
+        with pytest.raises(ModelError, match=r"server error \(HTTP 500\): invalid request"):
+            await collect(model, [{"role": "user", "content": "start"}, *messages])
+    assert len(server.requests) == 1
+    assert len(server.violations) == 1
+    assert problem in server.violations[0]
+    assert server.used == 0
+
+
+async def test_violations_and_unused_responses_fail_the_context(make_model: MakeModel) -> None:
+    with pytest.raises(AssertionError, match="1 of 2 scripted responses were never requested"):
+        async with FakeOpenAIServer([{"text": "a"}, {"text": "b"}]) as server:
+            await collect(make_model(server.base_url))
+    with pytest.raises(AssertionError, match="ran out"):
+        async with FakeOpenAIServer([]) as server:
+            with pytest.raises(ModelError):
+                await collect(make_model(server.base_url))
+    async with FakeOpenAIServer([{"text": "a"}, {"text": "b"}], check_unused=False) as server:
+        await collect(make_model(server.base_url))
+
+
+async def test_empty_tools_list_is_a_violation() -> None:
+    assert validate_request({"model": "m", "messages": USER, "tools": []}) == [
+        "`tools` is sent empty (omit it instead)"
+    ]
+
+
+async def test_run_in_thread(make_model: MakeModel) -> None:
+    with run_in_thread([{"text": "from a thread"}], models=["fake-model", "other"]) as server:
+        _, response = await collect(make_model(server.base_url))
+        listing = await asyncio.to_thread(lambda: urllib.request.urlopen(server.base_url + "/models", timeout=5).read())
+    assert response.content == "from a thread"
+    assert [m["id"] for m in json.loads(listing)["data"]] == ["fake-model", "other"]
+
+
+async def test_run_as_a_process(make_model: MakeModel, tmp_path: Path) -> None:
+    script, record = tmp_path / "script.json", tmp_path / "record.json"
+    script.write_text(json.dumps({"responses": [{"text": "from a process"}]}), encoding="utf-8")
+    server_py = Path(__file__).with_name("fake_openai.py")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(server_py), str(script), "--record", str(record), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        base_url = (await asyncio.wait_for(process.stdout.readline(), 10)).decode().strip()
+        _, response = await collect(make_model(base_url))
+    finally:
+        process.terminate()
+        code = await asyncio.wait_for(process.wait(), 10)
+    assert response.content == "from a process"
+    assert code == 0
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    assert saved["violations"] == [] and saved["unused"] == 0
+    assert saved["requests"][0]["messages"] == USER
