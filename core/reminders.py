@@ -1,0 +1,127 @@
+"""Putting the task list back in front of the model: small lifecycle providers.
+
+`task_reminder_provider` runs before every model request and decides from the history
+alone (no flags, no counters) whether to append a reminder:
+
+1. The person edited the list in the panel since the last request: deliver that change
+   log once, with the list (even when nothing is unfinished any more, and even right
+   after a task-tool call: it is news the model cannot have seen).
+2. Nothing unfinished: nothing.
+3. The history holds no task-tool call and no earlier reminder (a resumed or compacted
+   session): `This is the current task list for this session` and the list.
+4. Otherwise count the assistant messages after the latest one that called a task tool,
+   or after the latest reminder. When that count reaches `interval` (0 turns this rule
+   off): `You have not updated the task list in the last N steps` and the list. So with
+   interval 6, a task-tool call in response k leaves requests k+1 … k+6 alone and puts a
+   reminder before request k+7; in particular never right after a task-tool call.
+
+How an earlier reminder is recognised: a `user` message whose content is a string that
+starts with `<system-reminder>` + newline immediately followed by one of the fixed
+headers in `HEADERS`, and ends with newline + `</system-reminder>`. Text a person types
+that merely contains the tag (or quotes a reminder after other text) does not count.
+The stop check's message has such a header too: it shows the list, so it counts.
+
+`unfinished_stop_check` runs when the model ends its turn: with a task still in
+progress it asks once per user turn to finish it or set it back to pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .lifecycle import BeforeRequest, TurnEndCheck, TurnState
+from .model import Message
+from .tasks import TaskStore, render_for_model
+
+OPEN_TAG = "<system-reminder>"
+CLOSE_TAG = "</system-reminder>"
+TASK_TOOL_NAMES = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"})
+DEFAULT_INTERVAL = 6
+
+NOT_VISIBLE = "This is the current task list for this session"
+STALE = "You have not updated the task list in the last"
+USER_EDITED = "The user edited the task list:"
+UNFINISHED = "You still have unfinished tasks:"
+HEADERS = (NOT_VISIBLE, STALE, USER_EDITED, UNFINISHED)
+
+
+def wrap(text: str) -> str:
+    return f"{OPEN_TAG}\n{text}\n{CLOSE_TAG}"
+
+
+def reminder_message(text: str) -> Message:
+    return {"role": "user", "content": wrap(text)}
+
+
+def is_task_reminder(message: Message) -> bool:
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return False
+    head = OPEN_TAG + "\n"
+    if not content.startswith(head) or not content.endswith("\n" + CLOSE_TAG):
+        return False
+    return content[len(head) :].startswith(HEADERS)
+
+
+def calls_task_tool(message: Message) -> bool:
+    if message.get("role") != "assistant":
+        return False
+    calls: Any = message.get("tool_calls") or []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and function.get("name") in TASK_TOOL_NAMES:
+            return True
+    return False
+
+
+def steps_since_task_list(history: Sequence[Message]) -> int | None:
+    """Assistant messages after the latest task-tool call or reminder; None when neither is there."""
+    steps = 0
+    for message in reversed(history):
+        if calls_task_tool(message) or is_task_reminder(message):
+            return steps
+        if message.get("role") == "assistant":
+            steps += 1
+    return None
+
+
+def task_reminder_provider(store: TaskStore, interval: int = DEFAULT_INTERVAL) -> BeforeRequest:
+    def provide(history: Sequence[Message]) -> list[Message]:
+        changes = store.take_user_changes()
+        listing = render_for_model(store.snapshot())
+        if changes:
+            return [reminder_message(f"{USER_EDITED} {'; '.join(changes)}. Follow the updated list.\n\n{listing}")]
+        if not store.unfinished():
+            return []
+        steps = steps_since_task_list(history)
+        if steps is None:
+            text = f"{NOT_VISIBLE}. Continue from it and keep it up to date with the task tools.\n\n{listing}"
+            return [reminder_message(text)]
+        if interval > 0 and steps >= interval:
+            text = (
+                f"{STALE} {steps} steps. If you have made progress, update it now: mark finished tasks "
+                "completed and the one you are working on in_progress. Do not mention this reminder "
+                f"to the user.\n\n{listing}"
+            )
+            return [reminder_message(text)]
+        return []
+
+    return provide
+
+
+def unfinished_stop_check(store: TaskStore) -> TurnEndCheck:
+    def check(state: TurnState) -> str | None:
+        if state.continuations >= 1:
+            return None
+        active = store.in_progress()
+        if not active:
+            return None
+        names = ", ".join(f'#{t.id} "{t.subject}"' for t in active)
+        return wrap(
+            f"{UNFINISHED} {names} still in_progress. Finish the work and mark it completed, "
+            "or set it back to pending if it cannot be finished now; then end your turn.\n\n"
+            f"{render_for_model(store.snapshot())}"
+        )
+
+    return check

@@ -1,0 +1,317 @@
+"""The rules of the task list, as pure steps from one valid list to the next.
+
+Every function takes an immutable tuple of tasks and returns the next tuple, or raises
+`StoreError` with one clear line and changes nothing. The invariants they keep (and
+that `violations` checks, e.g. on a file read from disk): unique ids below `next_id`,
+known statuses, `blocks`/`blockedBy` symmetric and pointing at existing tasks, and no
+cycles among blockers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, TypeGuard, cast
+
+from .task_model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome
+
+Tasks = tuple[Task, ...]
+UPDATE_STATUSES: tuple[str, ...] = (*STATUSES, "deleted")
+FILE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Text fields an update may set; None leaves a field as it is."""
+
+    subject: str | None = None
+    description: str | None = None
+    active_form: str | None = None
+    owner: str | None = None
+
+
+def find(tasks: Tasks, task_id: str) -> Task:
+    for task in tasks:
+        if task.id == task_id:
+            return task
+    known = ", ".join(f"#{t.id}" for t in tasks[:20]) or "none"
+    raise StoreError(f"no task #{task_id} (existing tasks: {known})")
+
+
+def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: str = "") -> str:
+    if status not in allowed:
+        choices = ", ".join(allowed[:-1]) + f" or {allowed[-1]}"
+        raise StoreError(f"{where}invalid status '{status}'; use {choices}")
+    return status
+
+
+def _subject(text: str, where: str = "") -> str:
+    subject = text.strip()
+    if not subject:
+        raise StoreError(f"{where}subject must not be empty")
+    return subject
+
+
+def with_status(task: Task, status: TaskStatus, now: float) -> Task:
+    """`task` in `status`, keeping the first start time and the completion time right."""
+    if status == task.status:
+        return task
+    if status == "in_progress":
+        started = task.started_at if task.started_at is not None else now
+        return replace(task, status=status, started_at=started, completed_at=None)
+    if status == "completed":
+        return replace(task, status=status, completed_at=now)
+    return replace(task, status=status, completed_at=None)
+
+
+def create(
+    tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float
+) -> tuple[Tasks, Task]:
+    task = Task(
+        id=str(next_id),
+        subject=_subject(subject),
+        description=description.strip(),
+        activeForm=active_form.strip(),
+        created_at=now,
+    )
+    return (*tasks, task), task
+
+
+def update(
+    tasks: Tasks,
+    task_id: str,
+    *,
+    status: str | None,
+    changes: Fields,
+    now: float,
+    add_blocks: Iterable[str] = (),
+    add_blocked_by: Iterable[str] = (),
+) -> tuple[Tasks, UpdateOutcome]:
+    old = find(tasks, task_id)
+    if status is not None:
+        check_status(status)
+    if status == "deleted":
+        return remove(tasks, task_id), UpdateOutcome(old, deleted=True)
+    task = replace(
+        old,
+        subject=old.subject if changes.subject is None else _subject(changes.subject),
+        description=old.description if changes.description is None else changes.description.strip(),
+        activeForm=old.activeForm if changes.active_form is None else changes.active_form.strip(),
+        owner=old.owner if changes.owner is None else changes.owner.strip(),
+    )
+    if status is not None:
+        task = with_status(task, cast(TaskStatus, status), now)
+    new = tuple(task if t.id == task_id else t for t in tasks)
+    for blocked in add_blocks:
+        new = link(new, task_id, blocked)
+    for blocker in add_blocked_by:
+        new = link(new, blocker, task_id)
+    task = find(new, task_id)
+    return new, UpdateOutcome(task, notes=_start_notes(new, task) if status == "in_progress" else ())
+
+
+def _start_notes(tasks: Tasks, task: Task) -> tuple[str, ...]:
+    notes = []
+    others = [t.id for t in tasks if t.status == "in_progress" and t.id != task.id]
+    if others:
+        notes.append(f"Note: {_refs(others)} also in_progress; keep only one in progress.")
+    blockers = open_blockers(task, tasks)
+    if blockers:
+        notes.append(f"Note: #{task.id} is blocked by {_refs(blockers)}, not completed yet.")
+    return tuple(notes)
+
+
+def _refs(ids: Iterable[str]) -> str:
+    return ", ".join(f"#{i}" for i in ids)
+
+
+def link(tasks: Tasks, blocker: str, blocked: str) -> Tasks:
+    """Record that `blocker` must be finished before `blocked`, on both tasks."""
+    find(tasks, blocker)
+    find(tasks, blocked)
+    if blocker == blocked:
+        raise StoreError(f"task #{blocker} cannot block itself")
+    by_id = {t.id: t for t in tasks}
+    if blocked in by_id[blocker].blocks:
+        return tasks
+    if _reaches(by_id, blocked, blocker):
+        raise StoreError(f"blocker cycle: #{blocked} already blocks #{blocker} (directly or through other tasks)")
+
+    def linked(task: Task) -> Task:
+        if task.id == blocker:
+            return replace(task, blocks=(*task.blocks, blocked))
+        if task.id == blocked:
+            return replace(task, blockedBy=(*task.blockedBy, blocker))
+        return task
+
+    return tuple(linked(t) for t in tasks)
+
+
+def _reaches(by_id: dict[str, Task], start: str, goal: str) -> bool:
+    """Whether `goal` is reachable from `start` along `blocks` edges."""
+    stack, seen = [start], set()
+    while stack:
+        current = stack.pop()
+        if current == goal:
+            return True
+        if current not in seen and current in by_id:
+            seen.add(current)
+            stack.extend(by_id[current].blocks)
+    return False
+
+
+def remove(tasks: Tasks, task_id: str) -> Tasks:
+    """Drop a task and every blocker reference to it. Its id is never handed out again."""
+    return tuple(
+        replace(
+            t,
+            blocks=tuple(b for b in t.blocks if b != task_id),
+            blockedBy=tuple(b for b in t.blockedBy if b != task_id),
+        )
+        for t in tasks
+        if t.id != task_id
+    )
+
+
+def open_blockers(task: Task, tasks: Sequence[Task]) -> tuple[str, ...]:
+    """Ids of the tasks that block `task` and are not completed yet."""
+    status = {t.id: t.status for t in tasks}
+    return tuple(b for b in task.blockedBy if status.get(b, "completed") != "completed")
+
+
+def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: float) -> tuple[Tasks, int, ReplaceOutcome]:
+    """The whole-list update: the list becomes `todos`, in that order.
+
+    An item whose content equals an existing task's subject keeps that task (its id,
+    times and tool counts); other items become new tasks.
+    """
+    unmatched: dict[str, list[Task]] = {}
+    for task in tasks:
+        unmatched.setdefault(task.subject, []).append(task)
+    new: list[Task] = []
+    for n, item in enumerate(todos):
+        where = f"todos[{n}]: "
+        subject = _subject(item.content, where)
+        status = cast(TaskStatus, check_status(item.status, STATUSES, where))
+        same = unmatched.get(subject)
+        if same:
+            base = replace(same.pop(0), activeForm=item.active_form.strip())
+        else:
+            base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
+            next_id += 1
+        new.append(with_status(base, status, now))
+    kept = {t.id for t in new}
+    result = tuple(
+        replace(t, blocks=tuple(b for b in t.blocks if b in kept), blockedBy=tuple(b for b in t.blockedBy if b in kept))
+        for t in new
+    )
+    dropped = tuple(t for t in tasks if t.id not in kept and t.status != "completed")
+    active = [t.id for t in result if t.status == "in_progress"]
+    notes = (f"Note: {_refs(active)} are all in_progress; keep only one in progress.",) if len(active) > 1 else ()
+    return result, next_id, ReplaceOutcome(result, dropped, notes)
+
+
+def record_tool_call(tasks: Tasks, elapsed: float) -> tuple[Tasks, Task | None]:
+    """Count a tool call to the task in progress; with several, the latest started."""
+    active = [t for t in tasks if t.status == "in_progress"]
+    if not active:
+        return tasks, None
+    target = max(active, key=lambda t: t.started_at or 0.0)
+    counted = replace(target, tool_calls=target.tool_calls + 1, tool_seconds=target.tool_seconds + max(0.0, elapsed))
+    return tuple(counted if t.id == target.id else t for t in tasks), counted
+
+
+def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
+    """Move a task `delta` places (negative: towards the top), clamped to the list."""
+    find(tasks, task_id)
+    old = next(i for i, t in enumerate(tasks) if t.id == task_id)
+    index = min(max(old + delta, 0), len(tasks) - 1)
+    order = list(tasks)
+    order.insert(index, order.pop(old))
+    return tuple(order), old, index
+
+
+# --- invariants and the file format ---------------------------------------------------
+
+
+def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
+    """Every broken invariant, as one line each; empty for a valid list."""
+    problems: list[str] = []
+    by_id = {t.id: t for t in tasks}
+    if len(by_id) != len(tasks):
+        problems.append("duplicate task ids")
+    for task in tasks:
+        if not (task.id.isascii() and task.id.isdigit() and 0 < int(task.id) < next_id):
+            problems.append(f"task id {task.id!r} is not a number below next_id {next_id}")
+        if task.status not in STATUSES:
+            problems.append(f"#{task.id} has unknown status {task.status!r}")
+        for other in task.blocks:
+            if other == task.id or other not in by_id or task.id not in by_id[other].blockedBy:
+                problems.append(f"#{task.id} blocks #{other}, which is missing or does not list it")
+        for other in task.blockedBy:
+            if other == task.id or other not in by_id or task.id not in by_id[other].blocks:
+                problems.append(f"#{task.id} is blocked by #{other}, which is missing or does not list it")
+        if any(_reaches(by_id, other, task.id) for other in task.blocks):
+            problems.append(f"#{task.id} is part of a blocker cycle")
+    return problems
+
+
+def encode(tasks: Sequence[Task], next_id: int) -> bytes:
+    """The file: a JSON object with one task per line, so it reads (and diffs) well."""
+    rows = ",\n".join("  " + json.dumps(asdict(t), ensure_ascii=False) for t in tasks)
+    body = f"[\n{rows}\n]" if rows else "[]"
+    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}, "tasks": {body}}}\n'.encode()
+
+
+def decode(document: Any) -> tuple[Tasks, int]:
+    """The inverse of `encode`; raises `ValueError` on anything that is not a valid list."""
+    if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
+        raise ValueError("not a todo-agent task list (format 1)")
+    raw, next_id = document.get("tasks"), document.get("next_id")
+    if not isinstance(raw, list) or not _is_int(next_id):
+        raise ValueError("'tasks' must be a list and 'next_id' an integer")
+    tasks = tuple(_decode_task(item) for item in raw)
+    problems = violations(tasks, next_id)
+    if problems:
+        raise ValueError(problems[0])
+    return tasks, next_id
+
+
+_TEXT = {"id", "subject", "description", "activeForm", "status", "owner"}
+_IDS = {"blocks", "blockedBy"}
+_OPTIONAL_TIMES = {"started_at", "completed_at"}
+
+
+def _decode_task(raw: Any) -> Task:
+    if not isinstance(raw, dict):
+        raise ValueError("a task entry is not an object")
+    values: dict[str, Any] = {}
+    for field in fields(Task):
+        if field.name in raw:
+            values[field.name] = _decode_value(field.name, raw[field.name])
+    if "id" not in values or "subject" not in values:
+        raise ValueError("a task entry lacks 'id' or 'subject'")
+    return Task(**values)
+
+
+def _decode_value(name: str, value: Any) -> Any:
+    if name in _TEXT and isinstance(value, str):
+        return value
+    if name in _IDS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if name == "tool_calls" and _is_int(value):
+        return value
+    if name in _OPTIONAL_TIMES and value is None:
+        return None
+    if name not in _TEXT | _IDS | {"tool_calls"} and _is_number(value):
+        return float(value)
+    raise ValueError(f"task field '{name}' has a wrong type ({type(value).__name__})")
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,290 @@
+"""The task list: one store per session, kept on disk beside the transcript.
+
+`TaskStore` holds an immutable list of `Task` values. Every mutation is a pure step from
+one valid list to the next (the rules live in `task_rules`), run one at a time under an
+`asyncio.Lock`, written to disk atomically off the event loop, and only then made the
+current state: an awaited mutation has returned means its state is on disk, and the
+file always equals an acknowledged state (or, after a crash, the one being written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from . import task_rules as rules
+from .events import TasksUpdated
+from .task_model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome
+from .task_persistence import PersistenceError, read_json, write_atomic
+from .task_rules import open_blockers, violations
+
+if TYPE_CHECKING:
+    from .lifecycle import ToolObserver, ToolRecord
+
+__all__ = [
+    "STATUSES",
+    "ReplaceOutcome",
+    "StoreError",
+    "Task",
+    "TaskStatus",
+    "TaskStore",
+    "TodoItem",
+    "UpdateOutcome",
+    "attribution_observer",
+    "open_blockers",
+    "render_for_model",
+    "render_tasks",
+    "violations",
+]
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class _Change(Generic[R]):
+    tasks: tuple[Task, ...]
+    next_id: int
+    result: R
+    log: str = ""
+    """For edits made by the person: what the model should be told."""
+
+
+class TaskStore:
+    """The task list of one session. Create one per session file (`load`)."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        tasks: Iterable[Task] = (),
+        next_id: int = 1,
+        warning: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.warning = warning
+        """Set when the file on disk was unusable at load; show it to the person once."""
+        self.clock = clock
+        self._tasks = tuple(tasks)
+        self._next_id = next_id
+        self._lock = asyncio.Lock()
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self._user_changes: list[str] = []
+
+    @classmethod
+    def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
+        """The store for `path` (None: in memory only). Never raises on a bad file."""
+        if path is None:
+            return cls(None, clock=clock)
+        loaded, warning = read_json(path, rules.decode)
+        tasks, next_id = loaded if loaded is not None else ((), 1)
+        return cls(path, tasks=tasks, next_id=next_id, warning=warning, clock=clock)
+
+    # --- reading -----------------------------------------------------------------
+
+    @property
+    def next_id(self) -> int:
+        return self._next_id
+
+    def snapshot(self) -> tuple[Task, ...]:
+        return self._tasks
+
+    def get(self, task_id: str) -> Task | None:
+        return next((t for t in self._tasks if t.id == task_id), None)
+
+    def unfinished(self) -> tuple[Task, ...]:
+        return tuple(t for t in self._tasks if t.status != "completed")
+
+    def in_progress(self) -> tuple[Task, ...]:
+        return tuple(t for t in self._tasks if t.status == "in_progress")
+
+    # --- model-side mutations ------------------------------------------------------
+
+    async def create(self, subject: str, description: str = "", active_form: str = "") -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, task = rules.create(
+                tasks, next_id, subject, description=description, active_form=active_form, now=self.clock()
+            )
+            return _Change(new, next_id + 1, task)
+
+        return await self._mutate(step)
+
+    async def update(
+        self,
+        task_id: str,
+        *,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        owner: str | None = None,
+        add_blocks: Sequence[str] = (),
+        add_blocked_by: Sequence[str] = (),
+    ) -> UpdateOutcome:
+        fields = rules.Fields(subject=subject, description=description, active_form=active_form, owner=owner)
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[UpdateOutcome]:
+            new, outcome = rules.update(
+                tasks,
+                task_id,
+                status=status,
+                changes=fields,
+                now=self.clock(),
+                add_blocks=add_blocks,
+                add_blocked_by=add_blocked_by,
+            )
+            return _Change(new, next_id, outcome)
+
+        return await self._mutate(step)
+
+    async def replace_all(self, todos: Sequence[TodoItem]) -> ReplaceOutcome:
+        """Make the list exactly `todos` (TodoWrite). Unchanged content keeps its id."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[ReplaceOutcome]:
+            new, next_after, outcome = rules.replace_all(tasks, next_id, todos, self.clock())
+            return _Change(new, next_after, outcome)
+
+        return await self._mutate(step)
+
+    async def record_tool_call(self, elapsed: float) -> Task | None:
+        """Count one non-task tool call to the task in progress (the latest started)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
+            new, task = rules.record_tool_call(tasks, elapsed)
+            return _Change(new, next_id, task)
+
+        return await self._mutate(step)
+
+    # --- edits made by the person (the task panel) ---------------------------------
+
+    async def user_add(self, subject: str) -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, task = rules.create(tasks, next_id, subject, description="", active_form="", now=self.clock())
+            return _Change(new, next_id + 1, task, f'added #{task.id} "{task.subject}"')
+
+        return await self._mutate(step)
+
+    async def user_set_status(self, task_id: str, status: str) -> Task:
+        if status not in STATUSES:
+            raise StoreError(f"invalid status '{status}'; use pending, in_progress or completed")
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            before = rules.find(tasks, task_id)
+            new, outcome = rules.update(tasks, task_id, status=status, changes=rules.Fields(), now=self.clock())
+            log = f"marked #{task_id} {status}" if before.status != status else ""
+            return _Change(new, next_id, outcome.task, log)
+
+        return await self._mutate(step)
+
+    async def user_delete(self, task_id: str) -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, outcome = rules.update(tasks, task_id, status="deleted", changes=rules.Fields(), now=self.clock())
+            return _Change(new, next_id, outcome.task, f'deleted #{task_id} "{outcome.task.subject}"')
+
+        return await self._mutate(step)
+
+    async def user_move(self, task_id: str, delta: int) -> int:
+        """Move a task `delta` places (negative: up), clamped to the list; returns its new index."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[int]:
+            new, old_index, index = rules.move(tasks, task_id, delta)
+            if index == old_index:
+                return _Change(new, next_id, index)
+            direction = "up" if index < old_index else "down"
+            return _Change(new, next_id, index, f"moved #{task_id} {direction} to position {index + 1}")
+
+        return await self._mutate(step)
+
+    def pending_user_changes(self) -> tuple[str, ...]:
+        return tuple(self._user_changes)
+
+    def take_user_changes(self) -> tuple[str, ...]:
+        """The person's edits since the last call, oldest first; clears them."""
+        changes, self._user_changes = tuple(self._user_changes), []
+        return changes
+
+    async def drain(self) -> None:
+        """Wait for mutations still being written (e.g. from a cancelled tool call)."""
+        while self._inflight:
+            await asyncio.wait(list(self._inflight))
+
+    # --- the one write path --------------------------------------------------------
+
+    async def _mutate(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
+        # Shielded: a cancelled caller (the person pressed escape) must not leave memory
+        # and disk disagreeing; the write finishes and becomes the current state.
+        job = asyncio.ensure_future(self._apply(step))
+        self._inflight.add(job)
+        job.add_done_callback(self._settled)
+        return await asyncio.shield(job)
+
+    def _settled(self, job: asyncio.Future[Any]) -> None:
+        self._inflight.discard(job)
+        if not job.cancelled():
+            job.exception()  # retrieved: a caller that was cancelled will never read it
+
+    async def _apply(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
+        async with self._lock:
+            change = step(self._tasks, self._next_id)
+            if (change.tasks, change.next_id) != (self._tasks, self._next_id):
+                if self.path is not None:
+                    data = rules.encode(change.tasks, change.next_id)
+                    try:
+                        await asyncio.to_thread(write_atomic, self.path, data)
+                    except PersistenceError as exc:
+                        raise StoreError(str(exc)) from exc
+                self._tasks, self._next_id = change.tasks, change.next_id
+            if change.log:
+                self._user_changes.append(change.log)
+            return change.result
+
+
+def attribution_observer(store: TaskStore) -> ToolObserver:
+    """A `tool_done` observer counting every non-task tool call to the task in progress."""
+
+    async def observe(record: ToolRecord) -> TasksUpdated | None:
+        if record.kind == "task" or await store.record_tool_call(record.elapsed) is None:
+            return None
+        return TasksUpdated(store.snapshot())  # the panel's per-task counts; coalesced per batch
+
+    return observe
+
+
+# --- rendering -----------------------------------------------------------------------
+
+MARKS: dict[str, str] = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
+
+
+def render_tasks(tasks: Sequence[Task]) -> str:
+    """The list for people (`/todos`, the panel, `-p`)."""
+    if not tasks:
+        return "No tasks yet"
+    lines = []
+    for task in tasks:
+        line = f"{MARKS[task.status]} #{task.id} {task.subject}"
+        if task.status == "in_progress" and task.activeForm:
+            line += f"  ← {task.activeForm}"
+        lines.append(line)
+    done = sum(1 for t in tasks if t.status == "completed")
+    lines.append(f"({done}/{len(tasks)} completed)")
+    return "\n".join(lines)
+
+
+def render_for_model(tasks: Sequence[Task]) -> str:
+    """The compact list for the model: id, status, subject, owner, open blockers."""
+    if not tasks:
+        return "No tasks."
+    lines = []
+    for task in tasks:
+        line = f"#{task.id} [{task.status}] {task.subject}"
+        if task.owner:
+            line += f" (owner: {task.owner})"
+        blockers = open_blockers(task, tasks)
+        if blockers:
+            line += " [blocked by " + ", ".join(f"#{b}" for b in blockers) + "]"
+        lines.append(line)
+    return "\n".join(lines)

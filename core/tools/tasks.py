@@ -1,0 +1,370 @@
+"""Task tools: the model keeps its plan in the session's `TaskStore`.
+
+v2 (incremental): TaskCreate, TaskUpdate, TaskList, TaskGet. v1 (whole list): TodoWrite.
+All are `kind="task"`: they only touch the agent's own list, so they never need
+approval. Models often send arguments as JSON text or Python literals (`"[{'content':
+…}]"`, `taskId: 3`, `"#3"`, `addBlockedBy: "1,2"`); those are normalised here, and
+anything still wrong becomes one clear `ToolError` line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from ..context import ToolContext
+from ..events import TasksUpdated
+from ..tasks import StoreError, Task, TaskStore, TodoItem, open_blockers, render_for_model
+from .base import Tool, ToolError, load_description, object_schema, short
+
+_PKG = "todo_agent.core.tools"
+R = TypeVar("R")
+
+SYSTEM_PROMPT_LINE_V2 = (
+    "Plan work of three or more steps (or several requests at once) with the task tools: "
+    "TaskCreate one task per step, TaskUpdate it to in_progress before you start it and to completed "
+    "as soon as it is done; skip the list for one-step work."
+)
+SYSTEM_PROMPT_LINE_V1 = (
+    "Plan work of three or more steps (or several requests at once) with TodoWrite: list the steps, "
+    "mark one in_progress before you start it and completed as soon as it is done; "
+    "skip the list for one-step work."
+)
+SYSTEM_PROMPT_LINE = SYSTEM_PROMPT_LINE_V2
+
+
+# --- argument normalisation -----------------------------------------------------------
+
+
+def structured(value: Any) -> Any:
+    """A list or object that arrived as text (JSON or a Python literal), decoded; else as is."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+def task_id(value: Any, key: str = "taskId") -> str:
+    """`3`, `3.0`, `"3"`, `"#3"` and `" 03 "` all mean task "3"."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str):
+        text = value.strip().removeprefix("#").strip()
+        if text.isascii() and text.isdigit():
+            return str(int(text))
+    raise ToolError(f"parameter '{key}' must be a task id such as \"3\", got {value!r}")
+
+
+def id_list(value: Any, key: str) -> tuple[str, ...]:
+    """Task ids given as a list, a JSON/Python list in a string, or text like "1, #2"."""
+    if value is None:
+        return ()
+    value = structured(value)
+    if isinstance(value, str):
+        value = [part for part in re.split(r"[\s,;]+", value) if part]
+    elif not isinstance(value, list | tuple):
+        value = [value]
+    return tuple(task_id(item, key) for item in value)
+
+
+def _text(args: dict[str, Any], *keys: str, required: bool = False) -> str | None:
+    """The first of `keys` present (aliases such as `active_form`), as a string."""
+    for key in keys:
+        value = args.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            raise ToolError(f"parameter '{keys[0]}' must be a string")
+        return value
+    if required:
+        raise ToolError(f"missing required parameter '{keys[0]}'")
+    return None
+
+
+def _status(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"parameter 'status' must be a string, got {value!r}")
+    return re.sub(r"[\s-]+", "_", value.strip().lower())
+
+
+def _required_id(args: dict[str, Any]) -> str:
+    for key in ("taskId", "task_id", "id"):
+        if args.get(key) is not None:
+            return task_id(args[key])
+    raise ToolError("missing required parameter 'taskId'")
+
+
+def _store(ctx: ToolContext) -> TaskStore:
+    store = ctx.tasks
+    if store is None:
+        raise ToolError("no task list is available in this session")
+    return store
+
+
+async def _attempt(action: Awaitable[R]) -> R:
+    try:
+        return await action
+    except StoreError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _remaining(tasks: Sequence[Task]) -> str:
+    left = sum(1 for t in tasks if t.status != "completed")
+    if left:
+        return f"{left} task(s) remaining"
+    return "All tasks completed." if tasks else "The task list is empty."
+
+
+def _blocked_suffix(task: Task, tasks: Sequence[Task]) -> str:
+    blockers = open_blockers(task, tasks)
+    return " [blocked by " + ", ".join(f"#{b}" for b in blockers) + "]" if blockers else ""
+
+
+# --- v2 -------------------------------------------------------------------------------
+
+
+async def _create(args: dict[str, Any], ctx: ToolContext) -> str:
+    store = _store(ctx)
+    subject = _text(args, "subject", "title", required=True) or ""
+    description = _text(args, "description") or ""
+    active_form = _text(args, "activeForm", "active_form") or ""
+    task = await _attempt(store.create(subject, description, active_form))
+    ctx.emit(TasksUpdated(store.snapshot()))
+    return f"Task #{task.id} created: {task.subject}"
+
+
+async def _update(args: dict[str, Any], ctx: ToolContext) -> str:
+    store = _store(ctx)
+    outcome = await _attempt(
+        store.update(
+            _required_id(args),
+            status=_status(args.get("status")),
+            subject=_text(args, "subject"),
+            description=_text(args, "description"),
+            active_form=_text(args, "activeForm", "active_form"),
+            owner=_text(args, "owner"),
+            add_blocks=id_list(args.get("addBlocks"), "addBlocks"),
+            add_blocked_by=id_list(args.get("addBlockedBy"), "addBlockedBy"),
+        )
+    )
+    tasks = store.snapshot()
+    ctx.emit(TasksUpdated(tasks))
+    task = outcome.task
+    if outcome.deleted:
+        state = f"Task #{task.id} deleted: {task.subject}"
+    else:
+        state = f"Task #{task.id} → {task.status}: {task.subject}{_blocked_suffix(task, tasks)}"
+    return "\n".join([state, _remaining(tasks), *outcome.notes])
+
+
+async def _list(args: dict[str, Any], ctx: ToolContext) -> str:
+    tasks = _store(ctx).snapshot()
+    if not tasks:
+        return "No tasks yet."
+    done = sum(1 for t in tasks if t.status == "completed")
+    return f"{render_for_model(tasks)}\n({done}/{len(tasks)} completed)"
+
+
+async def _get(args: dict[str, Any], ctx: ToolContext) -> str:
+    store = _store(ctx)
+    wanted = _required_id(args)
+    task = store.get(wanted)
+    if task is None:
+        known = ", ".join(f"#{t.id}" for t in store.snapshot()) or "none"
+        raise ToolError(f"no task #{wanted} (existing tasks: {known})")
+    status = {t.id: t.status for t in store.snapshot()}
+    lines = [f"Task #{task.id}: {task.subject}", f"Status: {task.status}"]
+    optional = [
+        ("Description", task.description),
+        ("Active form", task.activeForm),
+        ("Owner", task.owner),
+        ("Blocks", ", ".join(f"#{b}" for b in task.blocks)),
+        ("Blocked by", ", ".join(f"#{b} ({status.get(b, '?')})" for b in task.blockedBy)),
+    ]
+    lines += [f"{label}: {value}" for label, value in optional if value]
+    if task.tool_calls:
+        lines.append(f"Tool calls while in progress: {task.tool_calls} ({task.tool_seconds:.1f} s)")
+    return "\n".join(lines)
+
+
+# --- v1 -------------------------------------------------------------------------------
+
+
+def todo_items(value: Any) -> list[TodoItem]:
+    """`todos` as the model sent it (a list, or its JSON / Python-literal text)."""
+    if value is None:
+        raise ToolError("missing required parameter 'todos'")
+    value = structured(value)
+    if isinstance(value, dict) and "todos" in value:  # the whole arguments object, nested once more
+        value = structured(value["todos"])
+    if not isinstance(value, list):
+        raise ToolError("parameter 'todos' must be a list of {content, status, activeForm} objects")
+    items = []
+    for n, raw in enumerate(value):
+        item = structured(raw)
+        if not isinstance(item, dict):
+            raise ToolError(f"todos[{n}] must be an object with content, status and activeForm")
+        content, status = item.get("content"), item.get("status")
+        if not isinstance(content, str) or not content.strip():
+            raise ToolError(f"todos[{n}] is missing 'content'")
+        if not isinstance(status, str):
+            raise ToolError(f"todos[{n}] is missing 'status' (pending, in_progress or completed)")
+        active_form = item.get("activeForm", item.get("active_form"))
+        items.append(TodoItem(content, _status(status) or "", active_form if isinstance(active_form, str) else ""))
+    return items
+
+
+async def _todo_write(args: dict[str, Any], ctx: ToolContext) -> str:
+    store = _store(ctx)
+    outcome = await _attempt(store.replace_all(todo_items(args.get("todos"))))
+    ctx.emit(TasksUpdated(store.snapshot()))
+    counts = {s: sum(1 for t in outcome.tasks if t.status == s) for s in ("completed", "in_progress", "pending")}
+    detail = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines = [
+        f"Todo list saved ({len(outcome.tasks)} items{': ' + detail if detail else ''}).",
+        _remaining(outcome.tasks),
+    ]
+    if outcome.dropped:
+        names = ", ".join(f'#{t.id} "{t.subject}"' for t in outcome.dropped)
+        lines.append(
+            f"Warning: unfinished items were dropped without being completed: {names}. "
+            "If they still need doing, add them back; if they are done, list them as completed."
+        )
+    return "\n".join([*lines, *outcome.notes])
+
+
+# --- summaries for the UI (never raise: they only decorate `⏺ Name(...)`) ----------------
+
+
+def _summarize_update(args: dict[str, Any]) -> str:
+    try:
+        ref = f"#{_required_id(args)}"
+    except ToolError:
+        ref = "?"
+    status = args.get("status")
+    return f"{ref} → {short(str(status), 20)}" if status else ref
+
+
+def _summarize_get(args: dict[str, Any]) -> str:
+    try:
+        return f"#{_required_id(args)}"
+    except ToolError:
+        return ""
+
+
+def _summarize_todos(args: dict[str, Any]) -> str:
+    try:
+        items = todo_items(args.get("todos"))
+    except ToolError:
+        return ""
+    active = next((i.content for i in items if i.status == "in_progress"), "")
+    return f"{len(items)} items" + (f", {short(active, 40)}" if active else "")
+
+
+_ID = {"type": "string", "description": 'The task id, e.g. "3".'}
+_IDS = {"type": "array", "items": {"type": "string"}}
+_STATUS_V1 = {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+
+TASK_CREATE = Tool(
+    name="TaskCreate",
+    description=load_description(_PKG, "task_create.md"),
+    parameters=object_schema(
+        {
+            "subject": {
+                "type": "string",
+                "description": "Short imperative title, e.g. 'Add pagination'.",
+            },
+            "description": {"type": "string", "description": "What needs doing and how to tell it is done."},
+            "activeForm": {
+                "type": "string",
+                "description": "Present-continuous form shown while it runs, e.g. 'Adding pagination'.",
+            },
+        },
+        required=["subject"],
+    ),
+    run=_create,
+    kind="task",
+    summarize=lambda args: short(str(args.get("subject") or "")),
+)
+
+TASK_UPDATE = Tool(
+    name="TaskUpdate",
+    description=load_description(_PKG, "task_update.md"),
+    parameters=object_schema(
+        {
+            "taskId": _ID,
+            "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]},
+            "subject": {"type": "string"},
+            "description": {"type": "string"},
+            "activeForm": {"type": "string"},
+            "owner": {"type": "string"},
+            "addBlocks": {**_IDS, "description": "Ids of tasks that cannot start until this one is completed."},
+            "addBlockedBy": {**_IDS, "description": "Ids of tasks that must be completed before this one."},
+        },
+        required=["taskId"],
+    ),
+    run=_update,
+    kind="task",
+    summarize=_summarize_update,
+)
+
+TASK_LIST = Tool(
+    name="TaskList",
+    description=load_description(_PKG, "task_list.md"),
+    parameters=object_schema({}),
+    run=_list,
+    kind="task",
+)
+
+TASK_GET = Tool(
+    name="TaskGet",
+    description=load_description(_PKG, "task_get.md"),
+    parameters=object_schema({"taskId": _ID}, required=["taskId"]),
+    run=_get,
+    kind="task",
+    summarize=_summarize_get,
+)
+
+TODO_WRITE = Tool(
+    name="TodoWrite",
+    description=load_description(_PKG, "todo_write.md"),
+    parameters=object_schema(
+        {
+            "todos": {
+                "type": "array",
+                "description": "The complete, updated list (items left out are removed).",
+                "items": object_schema(
+                    {
+                        "content": {"type": "string", "minLength": 1, "description": "Imperative, e.g. 'Run tests'."},
+                        "status": _STATUS_V1,
+                        "activeForm": {"type": "string", "description": "Present continuous, e.g. 'Running tests'."},
+                    },
+                    required=["content", "status", "activeForm"],
+                ),
+            }
+        },
+        required=["todos"],
+    ),
+    run=_todo_write,
+    kind="task",
+    summarize=_summarize_todos,
+)
+
+TASK_TOOLS_V2: list[Tool] = [TASK_CREATE, TASK_UPDATE, TASK_LIST, TASK_GET]
+TASK_TOOLS_V1: list[Tool] = [TODO_WRITE]
