@@ -84,14 +84,18 @@ class BatchRunner:
                 yield self._finish(item, outcome)
         for item in self.prepared:
             if item.call.id not in self.answered:
-                yield self._finish(item, Outcome("cancelled: the user rejected an earlier call in this batch", "cancelled"))
+                yield self._finish(
+                    item, Outcome("cancelled: the user rejected an earlier call in this batch", "cancelled")
+                )
         for event in self.flush_events():
             yield event
 
     def cancel_remaining(self) -> list[Event]:
         """After an interrupt: finish every unanswered call as cancelled, then flush."""
         events: list[Event] = [
-            self._finish(item, Outcome(CANCELLED, "cancelled")) for item in self.prepared if item.call.id not in self.answered
+            self._finish(item, Outcome(CANCELLED, "cancelled"))
+            for item in self.prepared
+            if item.call.id not in self.answered
         ]
         return events + self.flush_events()
 
@@ -100,7 +104,9 @@ class BatchRunner:
         for index, event in enumerate(self.queued):
             if isinstance(event, COALESCED_KINDS):
                 last_of_kind[type(event)] = index
-        kept = [e for i, e in enumerate(self.queued) if not isinstance(e, COALESCED_KINDS) or last_of_kind[type(e)] == i]
+        kept = [
+            e for i, e in enumerate(self.queued) if not isinstance(e, COALESCED_KINDS) or last_of_kind[type(e)] == i
+        ]
         self.queued = []
         return kept
 
@@ -204,7 +210,8 @@ class BatchRunner:
         self.queued.extend(ctx.pending_events)
         if isinstance(result, str):
             result = ToolResult(result)
-        await self.agent.lifecycle.notify_tool_done(ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error))
+        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error)
+        self.queued.extend(await self.agent.lifecycle.notify_tool_done(record))
         return Outcome(result.output, "error" if result.is_error else "ok", elapsed)
 
     def _context(self, item: Prepared) -> ToolContext:

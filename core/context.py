@@ -31,8 +31,8 @@ class ToolContext:
 
     @property
     def tasks(self) -> TaskStore | None:
-        store = self.extras.get("tasks")
-        return store  # type: ignore[no-any-return]
+        store: TaskStore | None = self.extras.get("tasks")
+        return store
 
     def resolve(self, path: str) -> Path:
         """A model-given path: relative ones resolve against the workspace root."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .tasks import Task
+from .task_model import Task
 
 
 @dataclass(frozen=True)

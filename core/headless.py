@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 from .events import Error, Event, Notice, TasksUpdated, TurnEnd, Usage
@@ -28,34 +29,48 @@ def event_to_json(event: Event) -> dict[str, Any]:
     return {"type": type(event).__name__, **data}
 
 
+@dataclass
+class _Tally:
+    """What the run adds up to, fed one event at a time; warnings go to stderr as they happen."""
+
+    err: TextIO
+    print_tasks: bool
+    end: TurnEnd | None = None
+    errors: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def feed(self, event: Event) -> None:
+        if isinstance(event, Error):
+            self.errors.append(event.message)
+            print(f"todo-agent: error: {event.message}", file=self.err)
+        elif isinstance(event, Notice) and event.level != "info":
+            print(f"todo-agent: {event.text}", file=self.err)
+        elif isinstance(event, Usage):
+            self.prompt_tokens += event.prompt_tokens
+            self.completion_tokens += event.completion_tokens
+        elif isinstance(event, TurnEnd):
+            self.end = event
+        elif isinstance(event, TasksUpdated) and self.print_tasks:
+            print(render_tasks(event.tasks), file=self.err)
+
+
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+    streaming = output_format == "stream-json"
+    tally = _Tally(err, print_tasks=output_format == "text")
     for notice in runtime.startup_notices():
         if notice.level != "info":
             print(f"todo-agent: {notice.text}", file=err)
-        if output_format == "stream-json":
+        if streaming:
             _write_json(out, event_to_json(notice))
-    end: TurnEnd | None = None
-    errors: list[str] = []
-    prompt_tokens = completion_tokens = 0
     async with aclosing(runtime.agent.run_turn(prompt)) as events:
         async for event in events:
-            if output_format == "stream-json":
+            if streaming:
                 _write_json(out, event_to_json(event))
-            if isinstance(event, Error):
-                errors.append(event.message)
-                print(f"todo-agent: error: {event.message}", file=err)
-            elif isinstance(event, Notice) and event.level != "info":
-                print(f"todo-agent: {event.text}", file=err)
-            elif isinstance(event, Usage):
-                prompt_tokens += event.prompt_tokens
-                completion_tokens += event.completion_tokens
-            elif isinstance(event, TurnEnd):
-                end = event
-            elif isinstance(event, TasksUpdated) and output_format == "text":
-                print(render_tasks(event.tasks), file=err)
-    reason = end.reason if end else "error"
+            tally.feed(event)
+    reason = tally.end.reason if tally.end else "error"
     code = EXIT_CODES.get(reason, 1)
-    final = end.final_text if end else ""
+    final = tally.end.final_text if tally.end else ""
     if output_format == "text":
         if final:
             print(final, file=out)
@@ -65,9 +80,9 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
             "result": final,
             "is_error": code != 0,
             "reason": reason,
-            "errors": errors,
+            "errors": tally.errors,
             "session_id": runtime.session.id,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+            "usage": {"prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
             "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
         }
         _write_json(out, result)

@@ -5,15 +5,20 @@
   messages never change and the prompt prefix stays cacheable.
 - `turn_end`: run when the model ends its turn without tool calls; the first that
   returns text gets it appended as a user message and the turn continues.
-- `tool_done`: awaited after every tool call that ran (for per-task attribution).
+- `tool_done`: awaited after every tool call that ran (for per-task attribution); an
+  observer may return an event, which is queued with the batch's other tool events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .model import Message
+
+if TYPE_CHECKING:
+    from .events import Event
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class TurnState:
 
 BeforeRequest = Callable[[Sequence[Message]], list[Message]]
 TurnEndCheck = Callable[[TurnState], str | None]
-ToolObserver = Callable[[ToolRecord], Awaitable[None]]
+ToolObserver = Callable[[ToolRecord], Awaitable["Event | None"]]
 
 
 @dataclass
@@ -59,6 +64,6 @@ class Lifecycle:
                 return text
         return None
 
-    async def notify_tool_done(self, record: ToolRecord) -> None:
-        for observer in self.tool_done:
-            await observer(record)
+    async def notify_tool_done(self, record: ToolRecord) -> list[Event]:
+        events = [await observer(record) for observer in self.tool_done]
+        return [e for e in events if e is not None]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ class Agent:
 
     # --- public ---------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str) -> AsyncIterator[Event]:
+    async def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
         """Run one user turn. Consume with `async with aclosing(agent.run_turn(p))`."""
         if self.busy:
             raise RuntimeError("a turn is already running")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -61,8 +62,7 @@ def read_settings_file(path: Path) -> dict[str, Any]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
-    problems = [_check(key, value) for key, value in data.items()]
-    problems = [p for p in problems if p]
+    problems = [p for key, value in data.items() if (p := _check(key, value))]
     if problems:
         raise SettingsError(f"{path}: " + "; ".join(problems))
     return data
@@ -75,22 +75,34 @@ def _check(key: str, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, expected):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         return f"'{key}' must be {names}, not {type(value).__name__}"
-    if key == "tasks" and value not in ("v1", "v2"):
-        return "'tasks' must be \"v1\" or \"v2\""
-    if key == "permission_mode" and value not in MODES:
-        return f"'permission_mode' must be one of {', '.join(MODES)}"
-    if key == "reminder_interval" and value < 0:
-        return "'reminder_interval' must be >= 0 (0 turns reminders off)"
-    if key == "ui" and value.get("task_panel", "right") not in ("right", "bottom", "hidden"):
-        return "[ui] task_panel must be \"right\", \"bottom\" or \"hidden\""
-    if key == "permissions":
-        for list_name in ("allow", "deny"):
-            for rule in value.get(list_name, []):
-                try:
-                    Rule.parse(str(rule))
-                except ValueError as exc:
-                    return f"[permissions] {list_name}: {exc}"
+    check = _VALUE_CHECKS.get(key)
+    return check(value) if check else None
+
+
+def _check_rules(permissions: dict[str, Any]) -> str | None:
+    for list_name in ("allow", "deny"):
+        for rule in permissions.get(list_name, []):
+            try:
+                Rule.parse(str(rule))
+            except ValueError as exc:
+                return f"[permissions] {list_name}: {exc}"
     return None
+
+
+def _when(ok: Callable[[Any], bool], message: str) -> Callable[[Any], str | None]:
+    return lambda value: None if ok(value) else message
+
+
+_VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "tasks": _when(lambda v: v in ("v1", "v2"), '\'tasks\' must be "v1" or "v2"'),
+    "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
+    "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
+    "ui": _when(
+        lambda v: v.get("task_panel", "right") in ("right", "bottom", "hidden"),
+        '[ui] task_panel must be "right", "bottom" or "hidden"',
+    ),
+    "permissions": _check_rules,
+}
 
 
 @dataclass

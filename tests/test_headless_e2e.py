@@ -1,0 +1,130 @@
+"""The real `todo-agent -p` command, as a subprocess, against a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from fake_openai import run_in_thread
+
+POSTS = "def list_posts(posts):\n    return posts\n"
+
+
+def todo_agent(workspace: Path, base_url: str | None, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run the installed console script the way a user would."""
+    script = Path(sys.executable).with_name("todo-agent")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "todo_agent.tui.cli"]
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("OPENAI_API_KEY", None)
+    if base_url:
+        command += ["--base-url", base_url]
+    return subprocess.run(
+        [*command, *args], cwd=workspace, env=full_env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def tc(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def test_read_edit_glob_bash_grep_with_one_server_error(workspace: Path) -> None:
+    (workspace / "posts.py").write_text(POSTS)
+    absolute = str(workspace / "posts.py")
+    new = "def list_posts(posts, page=1, page_size=20):\n    start = (page - 1) * page_size\n"
+    new += "    return posts[start : start + page_size]\n"
+    responses = [
+        {"text": "Reading first.", "tool_calls": [tc("Read", file_path="posts.py")]},
+        {"http_error": 500, "message": "injected failure"},
+        {
+            "tool_calls": [
+                tc("Edit", file_path=absolute, old_string=POSTS, new_string=new),
+                tc("Glob", pattern="*.py"),
+            ],
+            "interleave": True,
+            "chunk_size": 2,
+        },
+        {
+            "tool_calls": [
+                tc("Bash", command="python3 -c 'import posts; print(len(posts.list_posts(list(range(50)), 2)))'"),
+                tc("Grep", pattern="page_size", path="."),
+            ],
+            "tool_delta_content": "",
+        },
+        {"text": "Done: list_posts now paginates (20 per page); the check printed 20."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(
+            workspace, server.base_url, "-p", "paginate list_posts", "--permission-mode", "bypassPermissions"
+        )
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Done: list_posts now paginates (20 per page); the check printed 20."
+    assert "page_size" in (workspace / "posts.py").read_text()
+    # One request per model step, plus the one retried after the injected 500.
+    assert len(requests) == 5
+    last = requests[-1]["messages"]
+    tool_replies = [m["content"] for m in last if m["role"] == "tool"]
+    assert len(tool_replies) == 5
+    assert "has been updated (1 replacement)" in tool_replies[1]
+    assert "posts.py" in tool_replies[2]
+    assert tool_replies[3].strip() == "20"
+    assert "posts.py:1:" in tool_replies[4]
+    assert last[0]["role"] == "system" and "Today's date is" in last[0]["content"]
+
+
+def test_headless_denies_edits_without_a_permissive_mode(workspace: Path) -> None:
+    (workspace / "posts.py").write_text(POSTS)
+    responses = [
+        {"tool_calls": [tc("Write", file_path="posts.py", content="x = 1\n")]},
+        {"text": "I could not write the file."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "overwrite it")
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "posts.py").read_text() == POSTS
+    denial = requests[-1]["messages"][-1]
+    assert denial["role"] == "tool" and "nobody can be asked in headless mode" in denial["content"]
+
+
+def test_json_output_and_continue_resumes_the_session(workspace: Path) -> None:
+    with run_in_thread([{"text": "first answer"}, {"text": "second answer"}]) as server:
+        first = todo_agent(workspace, server.base_url, "-p", "one", "--output-format", "json")
+        second = todo_agent(workspace, server.base_url, "-p", "two", "--continue", "--output-format", "stream-json")
+        requests = list(server.requests)
+    data = json.loads(first.stdout)
+    assert data["result"] == "first answer" and data["is_error"] is False
+    lines = [json.loads(line) for line in second.stdout.splitlines()]
+    assert lines[-1]["type"] == "result" and lines[-1]["session_id"] == data["session_id"]
+    assert any(line["type"] == "TextDelta" for line in lines)
+    assert [m["content"] for m in requests[1]["messages"] if m["role"] == "user"] == ["one", "two"]
+
+
+def test_configuration_errors_are_one_line_without_traceback(workspace: Path, tmp_path: Path) -> None:
+    no_model = todo_agent(workspace, None, "-p", "hi")
+    assert no_model.returncode == 2 and "no model configured" in no_model.stderr
+    # A closed port: nothing listens there.
+    unreachable = todo_agent(workspace, "http://127.0.0.1:9/v1", "-p", "hi")
+    assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+    with run_in_thread([{"http_error": 401, "message": "bad key"}], check_unused=False) as server:
+        auth = todo_agent(workspace, server.base_url, "-p", "hi")
+    assert auth.returncode == 1 and "authentication failed" in auth.stderr
+    with run_in_thread([], models=["real-model"], check_unused=False, check_violations=False) as server:
+        unknown = todo_agent(workspace, server.base_url, "-p", "hi", "--model", "nope")
+    assert unknown.returncode == 1 and "not found" in unknown.stderr
+    missing_script = todo_agent(workspace, None, "-p", "hi", "--model", f"script:{tmp_path / 'none.json'}")
+    assert missing_script.returncode == 2 and "cannot read script" in missing_script.stderr
+    for result in (no_model, unreachable, auth, unknown, missing_script):
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_version(workspace: Path) -> None:
+    from todo_agent.core import __version__
+
+    result = todo_agent(workspace, None, "--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"todo-agent {__version__}"
