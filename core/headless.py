@@ -39,6 +39,7 @@ class _Tally:
     errors: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    last_listing: str = ""
 
     def feed(self, event: Event) -> None:
         if isinstance(event, Error):
@@ -52,7 +53,10 @@ class _Tally:
         elif isinstance(event, TurnEnd):
             self.end = event
         elif isinstance(event, TasksUpdated) and self.print_tasks:
-            print(render_tasks(event.tasks), file=self.err)
+            listing = render_tasks(event.tasks)
+            if listing != self.last_listing:  # per-call attribution updates change no line here
+                print(listing, file=self.err)
+                self.last_listing = listing
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:

@@ -1,0 +1,136 @@
+"""The task system end to end: `todo-agent -p --tasks v2` against a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fake_openai import run_in_thread
+from test_headless_e2e import POSTS, tc, todo_agent
+
+from todo_agent.core.session import list_sessions
+
+REMINDER = "<system-reminder>"
+
+
+def tool_replies(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def reminders(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user" and m["content"].startswith(REMINDER)]
+
+
+def tasks_file(workspace: Path) -> list[dict[str, Any]]:
+    session = list_sessions(workspace)[0]
+    data = json.loads(session.path.with_name(f"{session.id}.tasks.json").read_text())
+    return list(data["tasks"])
+
+
+def step(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"tool_calls": list(calls)}
+
+
+def test_the_seeds_pagination_flow(workspace: Path) -> None:
+    (workspace / "posts.py").write_text(POSTS)
+    new = "def list_posts(posts, page=1, page_size=20):\n    return posts[(page - 1) * page_size : page * page_size]\n"
+    responses = [
+        {
+            "text": "Three steps; a task list first.",
+            "tool_calls": [
+                tc("TaskCreate", subject="Read posts", activeForm="Reading posts"),
+                tc("TaskCreate", subject="Add page/page_size to list_posts", activeForm="Adding pagination"),
+                tc("TaskCreate", subject="Run the check", activeForm="Running the check"),
+            ],
+        },
+        {"tool_calls": [tc("TaskUpdate", taskId="1", status="in_progress")]},
+        {"tool_calls": [tc("Read", file_path="posts.py")]},
+        {
+            "tool_calls": [
+                tc("TaskUpdate", taskId="1", status="completed"),
+                tc("TaskUpdate", taskId="2", status="in_progress"),
+            ]
+        },
+        {"tool_calls": [tc("Edit", file_path="posts.py", old_string=POSTS, new_string=new)]},
+        {
+            "tool_calls": [
+                tc("TaskUpdate", taskId="2", status="completed"),
+                tc("TaskUpdate", taskId="3", status="in_progress"),
+            ]
+        },
+        {
+            "tool_calls": [
+                tc("Bash", command="python3 -c 'import posts; print(posts.list_posts(list(range(50)), 2)[0])'")
+            ]
+        },
+        {"tool_calls": [tc("TaskUpdate", taskId="3", status="completed")]},
+        {"text": "Pagination added; page 2 starts at 20."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(
+            workspace, server.base_url, "-p", "paginate", "--tasks", "v2", "--permission-mode", "bypassPermissions"
+        )
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    replies = tool_replies(requests[-1])
+    assert replies[:3] == ["Task #1 created: Read posts", "Task #2 created: Add page/page_size to list_posts",
+                           "Task #3 created: Run the check"]  # fmt: skip
+    assert replies[3].endswith("3 task(s) remaining")
+    assert "Task #1 → completed" in replies[5] and "2 task(s) remaining" in replies[5]
+    assert "has been updated" in replies[7] and replies[10].strip() == "20"
+    assert replies[-1].startswith("Task #3 → completed") and replies[-1].endswith("All tasks completed.")
+    assert all(reminders(r) == [] for r in requests)
+    saved = tasks_file(workspace)
+    assert [(t["id"], t["status"]) for t in saved] == [("1", "completed"), ("2", "completed"), ("3", "completed")]
+    assert "☒ #3 Run the check" in result.stderr  # the list as it changed, on stderr in text mode
+
+
+def test_a_lazy_model_is_reminded_on_the_seventh_request_and_continued_once(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    reads = [{"tool_calls": [tc("Read", file_path="a.txt")]} for _ in range(6)]
+    responses = [
+        {"tool_calls": [tc("TaskCreate", subject="Look around"), tc("TaskCreate", subject="Report")]},
+        {"tool_calls": [tc("TaskUpdate", taskId="1", status="in_progress")]},
+        *reads,
+        {"text": "Stopping here."},  # ends the turn with #1 in progress
+        {"text": "Still stopping."},  # the one continuation; no second one
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "look", "--tasks", "v2")
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Still stopping."
+    # TaskUpdate answered in response 2: requests 3..8 carry no reminder, request 9 does.
+    counts = [len(reminders(r)) for r in requests]
+    assert counts[:8] == [0] * 8
+    assert "You have not updated the task list in the last 6 steps" in reminders(requests[8])[0]
+    assert "You still have unfinished tasks" in reminders(requests[9])[-1]
+    assert len(requests) == 10
+
+
+def test_hostile_task_input_gets_clear_tool_errors(workspace: Path) -> None:
+    responses = [
+        {"tool_calls": [tc("TaskCreate", subject="Real task")]},
+        {
+            "tool_calls": [
+                tc("TaskUpdate", taskId="99", status="completed"),
+                tc("TaskUpdate", taskId="1", status="done"),
+                {"name": "TaskCreate", "arguments": '{"subject": "broken'},
+                tc("TaskDestroy", taskId="1"),
+                {"name": "TaskCreate", "arguments": json.dumps(json.dumps({"subject": "double encoded"}))},
+            ]
+        },
+        {"text": "Handled."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "go", "--tasks", "v2")
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    replies = tool_replies(requests[-1])[1:]
+    assert replies[0].startswith("Error: no task #99")
+    assert replies[1].startswith("Error: invalid status 'done'")
+    assert replies[2].startswith("Error: invalid JSON in tool arguments")
+    assert replies[3].startswith("Error: unknown tool 'TaskDestroy'")
+    assert replies[4] == "Task #2 created: double encoded"
+    assert result.stdout.strip() == "Handled."
