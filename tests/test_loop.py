@@ -436,3 +436,23 @@ def test_tool_call_ids_are_made_unique() -> None:
     )
     recorded = agent._record_assistant(ModelResponse("", calls))
     assert len({c.id for c in recorded}) == 2
+
+
+async def test_edit_approval_shows_a_unified_diff(workspace: Path) -> None:
+    from todo_agent.core.tools.files import EDIT
+
+    (workspace / "a.py").write_text("x = 1\n")
+    approve, asked = approver_answering(ApprovalAnswer("yes"))
+    steps = [
+        {"tool_calls": [call("Edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})]},
+        {"text": "ok"},
+    ]
+    model = ScriptedModel.from_data(steps)
+    agent = Agent(
+        model=model, tools=[EDIT], workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="",
+        approver=approve,
+    )  # fmt: skip
+    await collect(agent, "go")
+    assert asked[0].preview_kind == "diff"
+    assert "-x = 1" in asked[0].preview and "+x = 2" in asked[0].preview
+    assert (workspace / "a.py").read_text() == "x = 2\n"

@@ -1,0 +1,367 @@
+"""Search tools: Glob (find files by name) and Grep (find lines by regex).
+
+Both skip the directories nobody means to search (VCS data, dependencies, caches).
+Grep uses ripgrep when it is installed and a Python walk otherwise; the Python walk
+is also the fallback when ripgrep rejects a pattern that Python's `re` accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..context import ToolContext
+from .base import Tool, ToolError, load_description, object_schema, require_str, short
+from .files import BINARY_SAMPLE, display_path, looks_binary, path_arg, printable
+
+_PKG = "todo_agent.core.tools"
+SKIP_DIRS = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+)
+MAX_FILES = 200
+MAX_MATCHES = 250
+MAX_OUTPUT_BYTES = 30_000
+MAX_MATCH_CHARS = 500
+_CHUNK = 65_536
+_MAGIC = re.compile(r"[*?\[{]")
+
+
+# --- glob patterns ------------------------------------------------------------------
+
+
+def _split_alternatives(body: str) -> list[str]:
+    """Split `a,b{c,d}` at top-level commas only."""
+    parts, depth, current = [], 0, ""
+    for char in body:
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        current += char
+    return [*parts, current]
+
+
+def _closing(pattern: str, start: int, open_char: str, close_char: str) -> int:
+    """Index of the bracket closing the one at `start`, or -1."""
+    depth = 0
+    for index in range(start, len(pattern)):
+        if pattern[index] == open_char:
+            depth += 1
+        elif pattern[index] == close_char:
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+def _translate(pattern: str) -> str:
+    """Glob to regex source: `*` and `?` stay within a path segment, `**` crosses them,
+    `[...]` is a character class and `{a,b}` an alternation."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")  # zero or more directories
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        char = pattern[i]
+        end = -1
+        if char == "[":
+            end = pattern.find("]", i + 2)
+            if end != -1:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+        elif char == "{":
+            end = _closing(pattern, i, "{", "}")
+            if end != -1:
+                out.append("(?:" + "|".join(_translate(p) for p in _split_alternatives(pattern[i + 1 : end])) + ")")
+        if end != -1:
+            i = end + 1
+            continue
+        out.append({"*": "[^/]*", "?": "[^/]"}.get(char) or re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    except re.error as exc:
+        raise ToolError(f"invalid glob pattern {pattern!r}: {exc}") from exc
+
+
+def _split_literal_prefix(pattern: str) -> tuple[str, str]:
+    """`src/app/**/*.py` → (`src/app`, `**/*.py`): walk only where matches can be.
+
+    The last segment always stays in the pattern, so a plain file name still matches.
+    """
+    parts = pattern.split("/")
+    literal = 0
+    while literal < len(parts) - 1 and not _MAGIC.search(parts[literal]):
+        literal += 1
+    prefix = "/".join(parts[:literal])
+    if pattern.startswith("/") and not prefix:
+        prefix = "/"
+    return prefix, "/".join(parts[literal:])
+
+
+# --- Glob ---------------------------------------------------------------------------
+
+
+def _summary(args: dict[str, Any]) -> str:
+    where = f" in {args['path']}" if args.get("path") else ""
+    return short(f"{args.get('pattern', '')}{where}")
+
+
+def _optional_str(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"parameter '{key}' must be a string")
+    return value
+
+
+def _search_root(args: dict[str, Any], ctx: ToolContext) -> Path:
+    if _optional_str(args, "path") is None:
+        return ctx.workspace
+    root = path_arg(args, ctx, "path")
+    if not root.exists():
+        raise ToolError(f"Path does not exist: {display_path(root, ctx)}")
+    return root
+
+
+def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None) -> list[tuple[float, str]]:
+    """(mtime, path) of every file under `root` whose relative path matches."""
+    found: list[tuple[float, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        depth = prefix.count("/")
+        dirnames[:] = [] if max_depth is not None and depth >= max_depth else sorted(set(dirnames) - SKIP_DIRS)
+        for name in filenames:
+            if regex.match(prefix + name):
+                full = os.path.join(dirpath, name)
+                try:
+                    found.append((os.stat(full).st_mtime, full))
+                except OSError:  # vanished, or a dangling symlink
+                    continue
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return found
+
+
+async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
+    pattern = require_str(args, "pattern")
+    base = _search_root(args, ctx)
+    if not base.is_dir():
+        raise ToolError(f"{display_path(base, ctx)} is not a directory")
+    prefix, rest = _split_literal_prefix(pattern)
+    # Without `**` a pattern reaches a fixed depth; no need to walk below it.
+    max_depth = None if "**" in rest else rest.count("/")
+    found = await asyncio.to_thread(_find_files, base / prefix, glob_regex(rest), max_depth)
+    if not found:
+        return "No files found"
+    lines = [display_path(Path(full), ctx) for _, full in found[:MAX_FILES]]
+    if len(found) > MAX_FILES:
+        lines.append(
+            f"… ({len(found)} files matched; showing the {MAX_FILES} most recently modified. "
+            "Use a narrower pattern or path.)"
+        )
+    return printable("\n".join(lines))
+
+
+GLOB = Tool(
+    name="Glob",
+    description=load_description(_PKG, "glob.md"),
+    parameters=object_schema(
+        {
+            "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`."},
+            "path": {"type": "string", "description": "Directory to search in (default: the workspace root)."},
+        },
+        required=["pattern"],
+    ),
+    run=_glob,
+    kind="read",
+    summarize=_summary,
+)
+
+
+# --- Grep ---------------------------------------------------------------------------
+
+
+class _Matches:
+    """`path:line:text` rows, refusing more once the match or byte cap is reached."""
+
+    def __init__(self, show: Callable[[str], str]) -> None:
+        self.rows: list[str] = []
+        self.capped = False
+        self._size = 0
+        self._show = show
+
+    def add(self, path: str, line_no: int, text: str) -> bool:
+        """Record one match; False once full (the caller stops searching)."""
+        text = text.rstrip("\r\n")
+        if len(text) > MAX_MATCH_CHARS:
+            text = text[:MAX_MATCH_CHARS] + " … [line cut]"
+        row = f"{self._show(path)}:{line_no}:{text}"
+        if len(self.rows) >= MAX_MATCHES or self._size + len(row) > MAX_OUTPUT_BYTES:
+            self.capped = True
+            return False
+        self.rows.append(row)
+        self._size += len(row) + 1
+        return True
+
+
+def _candidate_files(target: Path, file_glob: str | None) -> Iterator[Path]:
+    if target.is_file():
+        yield target
+        return
+    # Like rg --glob: a pattern without "/" matches the file name at any depth.
+    matcher = glob_regex(file_glob) if file_glob else None
+    by_name = file_glob is not None and "/" not in file_glob
+    for dirpath, dirnames, filenames in os.walk(target):
+        dirnames[:] = sorted(set(dirnames) - SKIP_DIRS)
+        rel_dir = os.path.relpath(dirpath, target)
+        for name in sorted(filenames):
+            rel = name if by_name or rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+            if matcher is None or matcher.match(rel):
+                yield Path(dirpath, name)
+
+
+def _search_file(regex: re.Pattern[str], file: Path, matches: _Matches) -> bool:
+    """Search one file; False once `matches` is full. Binary and unreadable files are skipped."""
+    try:
+        with file.open("rb") as f:
+            if looks_binary(f.read(BINARY_SAMPLE)):
+                return True
+            f.seek(0)
+            for line_no, raw in enumerate(f, 1):
+                # Without its line ending, so `\s` or `$` cannot match the newline itself.
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if regex.search(line) and not matches.add(str(file), line_no, line):
+                    return False
+    except OSError:
+        pass
+    return True
+
+
+def _python_grep(regex: re.Pattern[str], target: Path, file_glob: str | None, matches: _Matches) -> None:
+    for file in _candidate_files(target, file_glob):
+        if not _search_file(regex, file, matches):
+            return
+
+
+def _rg_argv(rg: str, pattern: str, target: Path, file_glob: str | None) -> list[str]:
+    argv = [rg, "--line-number", "--no-heading", "--color", "never", "--with-filename", "--null"]
+    # Sorted output is deterministic and matches the Python walk's order.
+    argv += ["--hidden", "--sort", "path", "--max-columns", str(MAX_MATCH_CHARS), "--max-columns-preview"]
+    # `--crlf` so `$` and `\s` see lines without their "\r", as the Python walk does.
+    argv += ["--crlf"]
+    if file_glob:
+        argv += ["--glob", file_glob]
+    for name in sorted(SKIP_DIRS):  # later globs win, so these exclusions hold
+        argv += ["--glob", f"!{name}"]
+    return [*argv, "--regexp", pattern, "--", str(target)]
+
+
+async def _read_rg_output(stream: asyncio.StreamReader, matches: _Matches) -> int:
+    """Parse `path NUL line:text` rows into `matches`; returns how many were seen."""
+    seen, pending = 0, b""
+    while chunk := await stream.read(_CHUNK):
+        *rows, pending = (pending + chunk).split(b"\n")
+        for row in rows:
+            path, _, rest = row.partition(b"\0")
+            line_no, _, text = rest.partition(b":")
+            if not line_no.isdigit():
+                continue
+            seen += 1
+            if not matches.add(os.fsdecode(path), int(line_no), text.decode("utf-8", errors="replace")):
+                return seen
+    return seen
+
+
+async def _ripgrep(rg: str, pattern: str, target: Path, file_glob: str | None, matches: _Matches) -> bool:
+    """Search with ripgrep; False when it could not run the search (the caller falls back)."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *_rg_argv(rg, pattern, target, file_glob),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return False
+    assert proc.stdout is not None
+    stopped_early = True
+    try:
+        seen = await _read_rg_output(proc.stdout, matches)
+        stopped_early = matches.capped
+    finally:
+        # At the cap or interrupted: rg must not outlive the call. (After EOF it is exiting
+        # by itself, and killing it then would lose its exit code.) Drain so asyncio
+        # notices the exit even if the pipe buffer was full.
+        if stopped_early and proc.returncode is None:
+            proc.kill()
+        while await proc.stdout.read(_CHUNK):
+            pass
+        await proc.wait()
+    # Exit 2 means an error (e.g. a regex rg's engine rejects); with no rows, retry in Python.
+    return not (proc.returncode == 2 and seen == 0)
+
+
+async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
+    pattern = require_str(args, "pattern")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    target = _search_root(args, ctx)
+    file_glob = _optional_str(args, "glob")
+    if file_glob:
+        glob_regex(file_glob)  # a bad glob is the model's to fix, whichever engine runs
+    rg = shutil.which("rg")  # looked up per call: installing rg mid-session just works
+
+    def show(path: str) -> str:
+        return display_path(Path(path), ctx)
+
+    matches = _Matches(show)
+    if not (rg and await _ripgrep(rg, pattern, target, file_glob, matches)):
+        matches = _Matches(show)
+        await asyncio.to_thread(_python_grep, regex, target, file_glob, matches)
+    if not matches.rows:
+        return "No matches found"
+    text = "\n".join(matches.rows)
+    if matches.capped:
+        text += (
+            f"\n… (showing the first {len(matches.rows)} matches; there are more. "
+            "Use a narrower pattern, path or glob.)"
+        )
+    return printable(text)
+
+
+GREP = Tool(
+    name="Grep",
+    description=load_description(_PKG, "grep.md"),
+    parameters=object_schema(
+        {
+            "pattern": {"type": "string", "description": "Regular expression (Python `re` syntax) to search for."},
+            "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
+            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.py`."},
+        },
+        required=["pattern"],
+    ),
+    run=_grep,
+    kind="read",
+    summarize=_summary,
+)
+
+TOOLS = [GLOB, GREP]
