@@ -119,6 +119,19 @@ class Runtime:
 
     # --- what front ends change -------------------------------------------------------
 
+    def summarize(self, tool: str, arguments: dict[str, Any]) -> str:
+        """The short `⏺ Name(...)` form of a call, as the tool itself words it."""
+        found = next((t for t in self.tools if t.name == tool), None)
+        try:
+            return found.summarize(arguments) if found else ""
+        except Exception:  # cosmetic only; a resumed history may hold odd arguments
+            return ""
+
+    def set_approver(self, approver: Approver | None) -> None:
+        """Who answers approvals from now on (the TUI's modal; None in headless mode)."""
+        self.approver = approver
+        self.agent.approver = approver
+
     def warm_up(self) -> None:
         self.model.get()
 

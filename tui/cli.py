@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -32,13 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="todo-agent",
         description="A terminal coding agent that keeps a task list and stays on plan.",
     )
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless and print the answer")
+    parser.add_argument(
+        "-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless and print the answer"
+    )
     parser.add_argument("--model", help="model name, or script:PATH for a scripted conversation")
     parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
     parser.add_argument("--permission-mode", choices=MODES, help="default, acceptEdits, plan or bypassPermissions")
     parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
-    parser.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="resume the latest session")
+    parser.add_argument(
+        "-c", "--continue", dest="continue_latest", action="store_true", help="resume the latest session"
+    )
     parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
@@ -62,16 +67,21 @@ def run(args: argparse.Namespace) -> int:
         "permission_mode": args.permission_mode,
         "tasks": args.tasks,
     }
+    initial_prompt = None
     if args.demo:
-        workspace, flags["model"] = prepare_demo()
+        workspace, flags["model"], initial_prompt = prepare_demo()
         os.chdir(workspace)
     config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     config.demo = args.demo
     if args.prompt is not None:
         return run_print(config, args)
+    from todo_agent.core.model import ScriptError
     from todo_agent.tui.app import run_app
 
-    return run_app(config, resume=args.resume, continue_latest=args.continue_latest)
+    try:
+        return run_app(config, resume=args.resume, continue_latest=args.continue_latest, initial_prompt=initial_prompt)
+    except (SessionError, ScriptError) as exc:
+        return fail(str(exc))
 
 
 def run_print(config: Config, args: argparse.Namespace) -> int:
@@ -100,8 +110,11 @@ def fail(message: str) -> int:
     return 2
 
 
-def prepare_demo() -> tuple[Path, str]:
-    """Copy the bundled demo project to a fresh temporary directory; return it and the script."""
+def prepare_demo() -> tuple[Path, str, str | None]:
+    """Copy the bundled demo project to a fresh temporary directory.
+
+    Returns the project directory, the `script:` model spec and the script's opening prompt.
+    """
     bundle = resources.files("todo_agent.examples")
     target = Path(tempfile.mkdtemp(prefix="todo-agent-demo-")) / "demo_project"
     with resources.as_file(bundle.joinpath("demo_project")) as source:
@@ -109,4 +122,5 @@ def prepare_demo() -> tuple[Path, str]:
     with resources.as_file(bundle.joinpath("demo_script.json")) as script:
         script_copy = target.parent / "demo_script.json"
         shutil.copyfile(script, script_copy)
-    return target, f"script:{script_copy}"
+    prompt = json.loads(script_copy.read_text(encoding="utf-8")).get("prompt")
+    return target, f"script:{script_copy}", prompt if isinstance(prompt, str) else None

@@ -1,0 +1,566 @@
+"""The whole app on the real core, driven by Pilot with a scripted model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+from tui_helpers import (
+    SIZE,
+    GatedModel,
+    bash_step,
+    main_screen,
+    make_app,
+    send,
+    task_steps,
+    turn_done,
+    wait_until,
+)
+
+from todo_agent.core.events import Event
+from todo_agent.core.model import ScriptedModel
+from todo_agent.core.permissions import Rule
+from todo_agent.core.settings import Config
+from todo_agent.core.tasks import Task
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.screens.sessions import SessionsScreen
+from todo_agent.tui.screens.welcome import WelcomeScreen
+from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
+from todo_agent.tui.widgets.task_panel import TaskItem
+
+
+def _entries(where: TodoAgentApp | list[Entry]) -> list[Entry]:
+    return where if isinstance(where, list) else main_screen(where).conversation.entries
+
+
+def notices(where: TodoAgentApp | list[Entry]) -> list[str]:
+    return [e.text for e in _entries(where) if isinstance(e, NoticeEntry)]
+
+
+def tools(where: TodoAgentApp | list[Entry]) -> list[ToolEntry]:
+    return [e for e in _entries(where) if isinstance(e, ToolEntry)]
+
+
+def toasts(app: TodoAgentApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+# --- a turn, start to end ---------------------------------------------------------------
+
+
+async def test_a_turn_streams_runs_tools_and_updates_the_panel(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    model = ScriptedModel.from_data(
+        [
+            {"text": "Two steps.", "tool_calls": task_steps("Read notes", "Summarise", start=None)[0]["tool_calls"]},
+            {"tool_calls": [{"name": "TaskUpdate", "arguments": {"taskId": "1", "status": "in_progress"}}]},
+            {"tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
+            "The notes say **hello**.",
+            "Still on #1: the stop check asked me to go on.",
+        ]
+    )
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "summarise the notes")
+        await turn_done(pilot)
+        screen = main_screen(app)
+        entries = screen.conversation.entries
+        assert entries[entries.index(UserEntry("summarise the notes")) + 1] == AssistantEntry("Two steps.")
+        assert [(t.name, t.status) for t in tools(app)] == [
+            ("TaskCreate", "ok"),
+            ("TaskCreate", "ok"),
+            ("TaskUpdate", "ok"),
+            ("Read", "ok"),
+        ]
+        assert AssistantEntry("The notes say **hello**.") in entries
+        items = [i.task_value for i in screen.panel.query(TaskItem)]
+        assert [(t.id, t.status) for t in items] == [("1", "in_progress"), ("2", "pending")]
+        assert "(0/2 completed)" in str(screen.panel.query_one("#task-progress-label").visual)  # type: ignore[attr-defined]
+        assert not screen.status.busy
+    model.assert_complete()
+
+
+# --- approvals ---------------------------------------------------------------------------
+
+
+async def _approval_run(workspace: Path, keys: list[str], steps: list[object]) -> tuple[list[Entry], ScriptedModel]:
+    model = ScriptedModel.from_data(steps)
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "say hi")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press(*keys)
+        await turn_done(pilot)
+        assert not isinstance(app.screen, ApprovalScreen)
+        return main_screen(app).conversation.entries, model
+
+
+async def test_approval_yes_runs_the_command(workspace: Path) -> None:
+    entries, model = await _approval_run(workspace, ["1"], [bash_step("echo hi"), "done"])
+    (tool,) = tools(entries)
+    assert (tool.status, tool.output.strip()) == ("ok", "hi")
+    model.assert_complete()
+
+
+async def test_approval_y_is_yes_too(workspace: Path) -> None:
+    entries, model = await _approval_run(workspace, ["y"], [bash_step("echo hi"), "done"])
+    assert tools(entries)[0].status == "ok"
+    model.assert_complete()
+
+
+async def test_approval_always_adds_the_rule_and_stops_asking(workspace: Path) -> None:
+    steps = [bash_step("echo one", "c1"), bash_step("echo two", "c2"), "done"]
+    model = ScriptedModel.from_data(steps)
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "echo twice")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen)
+        assert "Bash(echo:*)" in str(modal.query_one(OptionList).get_option_at_index(1).prompt)
+        await pilot.press("2")
+        await turn_done(pilot)
+        assert Rule.parse("Bash(echo:*)") in main_screen(app).runtime.permissions.session_allow
+        assert [t.output.strip() for t in tools(app)] == ["one", "two"]
+    model.assert_complete()
+
+
+async def test_approval_no_stops_the_turn(workspace: Path) -> None:
+    entries, model = await _approval_run(workspace, ["3"], [bash_step("echo hi"), "never used"])
+    (tool,) = tools(entries)
+    assert tool.status == "denied"
+    assert any("declined" in n for n in notices(entries))
+    assert model.used == 1
+
+
+async def test_approval_escape_is_no(workspace: Path) -> None:
+    entries, model = await _approval_run(workspace, ["escape"], [bash_step("echo hi"), "never used"])
+    assert tools(entries)[0].status == "denied" and model.used == 1
+
+
+async def test_approval_feedback_goes_to_the_model_and_the_turn_goes_on(workspace: Path) -> None:
+    entries, model = await _approval_run(
+        workspace, ["f", *"use printf", "enter"], [bash_step("echo hi"), "OK, printf then."]
+    )
+    (tool,) = tools(entries)
+    assert tool.status == "denied" and "use printf" in tool.output
+    last_request = model.requests[-1]
+    assert any(m.get("role") == "tool" and "use printf" in str(m.get("content")) for m in last_request)
+    assert entries[-1] == AssistantEntry("OK, printf then.")
+    model.assert_complete()
+
+
+async def test_approval_for_an_edit_shows_the_diff_and_outside_paths(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    outside = tmp_path / "elsewhere.txt"
+    steps = [
+        {
+            "tool_calls": [
+                {"name": "Edit", "arguments": {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}
+            ]
+        },
+        {"tool_calls": [{"name": "Write", "arguments": {"file_path": str(outside), "content": "hi"}}]},
+        "done",
+    ]
+    model = ScriptedModel.from_data(steps)
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "edit")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen) and modal.request.tool == "Edit"
+        assert not modal.query("#approval-outside")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not modal)
+        second = app.screen
+        assert isinstance(second, ApprovalScreen) and second.request.tool == "Write"
+        assert "outside the workspace" in str(second.query_one("#approval-outside").visual)  # type: ignore[attr-defined]
+        await pilot.press("n")
+        await turn_done(pilot)
+    assert (workspace / "a.py").read_text() == "x = 2\n"
+    assert not outside.exists()
+
+
+# --- interrupting ------------------------------------------------------------------------
+
+
+async def test_escape_interrupts_mid_stream(workspace: Path) -> None:
+    model = GatedModel("Let me think about th")
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "think")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.conversation.live is not None and bool(screen.conversation.live.text))
+        await pilot.press("escape")
+        await turn_done(pilot)
+        assert screen.conversation.live is None
+        assert AssistantEntry("Let me think about th") in screen.conversation.entries
+        assert any("interrupted" in n for n in notices(app))
+        history = screen.runtime.history
+        assert history[-1]["role"] == "assistant" and "interrupted" in history[-1]["content"]
+        assert not screen.runtime.agent.busy
+
+
+async def test_escape_interrupts_a_running_bash(workspace: Path) -> None:
+    model = ScriptedModel.from_data([bash_step("sleep 30")])
+    app = make_app(workspace, model, permission_mode="bypassPermissions")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "wait")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: bool(tools(app)) and screen.runtime.agent.busy)
+        await pilot.press("escape")
+        await turn_done(pilot)
+        (tool,) = tools(app)
+        assert tool.status == "cancelled"
+        history = screen.runtime.history
+        assert history[-1]["role"] == "tool" and history[-1]["tool_call_id"] == "call_bash"
+
+
+async def test_prompts_sent_while_busy_are_queued(workspace: Path) -> None:
+    gated = GatedModel("first")
+    app = make_app(workspace, gated)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "one")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.conversation.live is not None)
+        await send(pilot, "two")
+        assert any("Queued" in t for t in toasts(app))
+        gated.release.set()
+        await wait_until(pilot, lambda: UserEntry("two") in screen.conversation.entries)
+        await turn_done(pilot)
+        assert len(gated.requests) == 2
+
+
+# --- sessions ----------------------------------------------------------------------------
+
+
+async def test_continue_restores_the_conversation_and_the_panel(workspace: Path) -> None:
+    steps = [
+        *task_steps("Read code", "Fix bug"),
+        {"tool_calls": [{"name": "Glob", "arguments": {"pattern": "*"}}]},
+        "paused",
+    ]
+    first = make_app(workspace, steps)
+    async with first.run_test(size=SIZE) as pilot:
+        await send(pilot, "fix it")
+        await turn_done(pilot)
+        session_id = main_screen(first).runtime.session.id
+    first.runtime.session.close()  # type: ignore[union-attr]
+
+    again = make_app(workspace, [], continue_latest=True)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = main_screen(again)
+        assert screen.runtime.session.id == session_id
+        entries = screen.conversation.entries
+        assert entries[0] == UserEntry("fix it")
+        assert [t.name for t in tools(again)] == ["TaskCreate", "TaskCreate", "TaskUpdate", "Glob"]
+        assert AssistantEntry("paused") in entries
+        assert any("resumed session" in n for n in notices(again))
+        panel = [(i.task_value.subject, i.task_value.status) for i in screen.panel.query(TaskItem)]
+        assert panel == [("Read code", "in_progress"), ("Fix bug", "pending")]
+
+
+async def test_new_and_resume_commands(workspace: Path) -> None:
+    app = make_app(workspace, [*task_steps("Only task"), "ok"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "plan it")
+        await turn_done(pilot)
+        old_id = screen.runtime.session.id
+        await send(pilot, "/new")
+        await pilot.pause()
+        assert screen.runtime.session.id != old_id
+        assert not screen.panel.tasks and not tools(app)
+        await send(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        picker = app.screen
+        assert isinstance(picker, SessionsScreen)
+        assert [s.id for s in picker.sessions] == [old_id]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.runtime.session.id == old_id)
+        await pilot.pause()
+        assert [t.subject for t in screen.panel.tasks] == ["Only task"]
+        assert UserEntry("plan it") in screen.conversation.entries
+
+
+async def test_resume_flag_without_an_id_opens_the_picker(workspace: Path) -> None:
+    app = make_app(workspace, [], resume="")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main_screen(app)
+
+
+# --- slash commands and keys -----------------------------------------------------------------
+
+
+async def test_slash_commands(workspace: Path, tmp_path: Path) -> None:
+    script = tmp_path / "other.json"
+    script.write_text(json.dumps({"steps": ["hi"]}))
+    app = make_app(workspace, [*task_steps("Write tests", "Ship")])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "plan")
+        await turn_done(pilot)
+        await send(pilot, "/todos")
+        await pilot.pause()
+        printed = screen.conversation.entries[-1]
+        assert isinstance(printed, PlainEntry)
+        assert printed.text.splitlines() == ["◼ #1 Write tests  ← Doing Write tests", "☐ #2 Ship", "(0/2 completed)"]
+        await send(pilot, "/mode plan")
+        await pilot.pause()
+        assert screen.runtime.permissions.mode == "plan" and screen.status.mode == "plan"
+        await send(pilot, "/mode")
+        await pilot.pause()
+        assert screen.runtime.permissions.mode == "bypassPermissions"
+        await send(pilot, "/mode nonsense")
+        await pilot.pause()
+        assert "Unknown mode" in notices(app)[-1]
+        await send(pilot, "/model")
+        await pilot.pause()
+        assert notices(app)[-1] == "model: script:test"
+        await send(pilot, f"/model script:{script}")
+        await wait_until(pilot, lambda: screen.runtime.model_name == f"script:{script}")
+        await send(pilot, "/help")
+        await pilot.pause()
+        help_entry = screen.conversation.entries[-1]
+        assert isinstance(help_entry, PlainEntry) and "/resume" in help_entry.text and "ctrl+t" in help_entry.text
+        await send(pilot, "/frobnicate")
+        await pilot.pause()
+        assert "Unknown command /frobnicate" in notices(app)[-1]
+        await send(pilot, "/quit")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_shift_tab_cycles_the_permission_mode(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await pilot.press("shift+tab")
+        assert screen.runtime.permissions.mode == "acceptEdits" == screen.status.mode
+        await pilot.press("shift+tab", "shift+tab", "shift+tab")
+        assert screen.runtime.permissions.mode == "default"
+
+
+async def test_ctrl_t_toggles_the_panel_and_says_when_it_is_empty(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        assert screen.panel.display
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert not screen.panel.display
+        assert any("No tasks yet" in t for t in toasts(app))
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert screen.panel.display
+
+
+async def test_bottom_and_hidden_panel_settings(workspace: Path) -> None:
+    app = make_app(workspace, [*task_steps("One")], task_panel="hidden")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        assert not screen.panel.display
+        await send(pilot, "go")
+        await turn_done(pilot)
+        printed = [e for e in screen.conversation.entries if isinstance(e, PlainEntry)]
+        assert printed and "☐ #1 One" in printed[0].text  # hidden panel: the list shows inline
+        screen.place_panel("bottom")
+        await pilot.pause()
+        assert screen.panel.display and screen.panel.region.width > 100
+
+
+async def test_ctrl_c_twice_quits(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert "Press ctrl+c again to quit" in toasts(app)
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_editing_the_plan_from_the_panel(workspace: Path) -> None:
+    app = make_app(workspace, [*task_steps("First", "Second")])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "plan")
+        await turn_done(pilot)
+
+        def store() -> tuple[Task, ...]:
+            return screen.runtime.store.snapshot()
+
+        await pilot.press("tab")  # from the prompt to the plan
+        assert screen.panel.list_view.has_focus
+        await pilot.press("a", *"Third", "enter")
+        await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Second", "Third"])
+        screen.panel.list_view.index = 2
+        await pilot.press("K")
+        await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Third", "Second"])
+        await pilot.press("space")
+        await wait_until(pilot, lambda: store()[1].status == "completed")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Second"])
+        await pilot.pause()
+        assert [t.subject for t in screen.panel.tasks] == ["First", "Second"]
+        assert screen.runtime.store.pending_user_changes()
+
+
+async def test_command_palette_lists_commands_and_toggles(workspace: Path) -> None:
+    from todo_agent.tui.palette import palette_entries
+
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        titles = [e.title for e in palette_entries(main_screen(app))]
+        assert any(t.startswith("/todos") for t in titles) and "Toggle the task panel" in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"toggle the task")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not main_screen(app).panel.display)
+
+
+async def test_every_binding_has_a_description() -> None:
+    from textual.binding import Binding
+
+    from todo_agent.tui.screens.approval import ApprovalScreen, FeedbackInput
+    from todo_agent.tui.screens.main import MainScreen
+    from todo_agent.tui.screens.sessions import SessionsScreen
+    from todo_agent.tui.widgets.prompt import PromptInput
+    from todo_agent.tui.widgets.task_panel import AddTaskInput, TaskListView
+
+    for owner in (TodoAgentApp, MainScreen, ApprovalScreen, FeedbackInput, SessionsScreen, WelcomeScreen):
+        for binding in owner.BINDINGS:
+            assert isinstance(binding, Binding) and binding.description, (owner, binding)
+    for owner in (PromptInput, TaskListView, AddTaskInput):  # type: ignore[assignment]
+        for binding in owner.BINDINGS:
+            assert isinstance(binding, Binding) and binding.description and binding.tooltip, (owner, binding)
+
+
+# --- starting -----------------------------------------------------------------------------
+
+
+async def test_without_a_model_the_welcome_screen_explains_setup(workspace: Path) -> None:
+    config = Config(workspace=workspace)
+    assert not config.has_model
+    app = TodoAgentApp.for_config(config, animations=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, WelcomeScreen)
+        from textual.widgets import Markdown
+
+        text = app.screen.query_one(Markdown).source
+        for needle in (
+            "OPENAI_API_KEY",
+            "http://localhost:11434/v1",
+            "http://localhost:8000/v1",
+            "--port 8080",
+            "--demo",
+        ):
+            assert needle in text
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+def test_openai_is_not_imported_before_the_first_frame(workspace: Path) -> None:
+    program = f"""
+import sys, asyncio
+from pathlib import Path
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.settings import Config
+from todo_agent.core.tasks import Task
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.main import MainScreen
+assert "openai" not in sys.modules, "imported by the TUI modules"
+seen = {{}}
+original_mount = MainScreen.on_mount
+async def on_mount(self):
+    seen["at_mount"] = "openai" in sys.modules
+    await original_mount(self)
+MainScreen.on_mount = on_mount
+original_warm = Runtime.warm_up
+def warm_up(self):
+    seen["warm_up_called"] = True
+    original_warm(self)
+Runtime.warm_up = warm_up
+config = Config(workspace=Path({str(workspace)!r}), model="gpt-4o-mini", api_key="sk-test")
+app = TodoAgentApp.for_config(config, animations=False)
+async def main():
+    async with app.run_test() as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+asyncio.run(main())
+assert seen == {{"at_mount": False, "warm_up_called": True}}, seen
+assert "openai" in sys.modules
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", program], check=False, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+async def test_interrupting_while_an_approval_waits_closes_it(workspace: Path) -> None:
+    app = make_app(workspace, [bash_step("echo hi"), "never"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "run")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = main_screen(app)
+        screen.action_interrupt()  # e.g. from the command palette
+        await turn_done(pilot)
+        assert app.screen is screen
+        assert tools(app)[0].status == "cancelled"
+        assert any("interrupted" in n for n in notices(app))
+
+
+async def test_a_failing_turn_is_reported_and_the_app_goes_on(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(workspace, ["fine"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+
+        async def broken(prompt: str) -> AsyncIterator[Event]:
+            raise RuntimeError("boom")
+            yield  # pragma: no cover - makes this an async generator
+
+        monkeypatch.setattr(screen.runtime.agent, "run_turn", broken)
+        await send(pilot, "go")
+        await turn_done(pilot)
+        assert any("The turn failed: RuntimeError: boom" in n for n in notices(app))
+        assert any("boom" in t for t in toasts(app))
+        monkeypatch.undo()
+        await send(pilot, "again")
+        await turn_done(pilot)
+        assert main_screen(app).conversation.entries[-1] == AssistantEntry("fine")
+
+
+async def test_model_errors_show_as_notices(workspace: Path) -> None:
+    app = make_app(workspace, [])  # the script has no step: the core reports an error
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await turn_done(pilot)
+        assert any("the script has no step 1" in n for n in notices(app))
+        assert app.is_running
+
+
+async def test_pageup_scrolls_the_conversation_from_the_prompt(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = main_screen(app).conversation
+        await conversation.load([NoticeEntry(f"line {n}") for n in range(80)])
+        await pilot.pause()
+        bottom = conversation.scroll_y
+        assert bottom > 0 and main_screen(app).query_one("#prompt").has_focus
+        await pilot.press("pageup")
+        await wait_until(pilot, lambda: conversation.scroll_y < bottom)
+        await pilot.press("pagedown", "pagedown")
+        await wait_until(pilot, lambda: conversation.scroll_y == conversation.max_scroll_y)

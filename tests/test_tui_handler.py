@@ -1,0 +1,137 @@
+"""The event handler, checked against a recording fake UI (no app runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from todo_agent.core.events import (
+    AssistantMessage,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    TasksUpdated,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnd,
+    Usage,
+)
+from todo_agent.core.tasks import Task
+from todo_agent.tui.handler import ConversationUI, EventHandler
+from todo_agent.tui.transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
+
+
+class RecordingUI:
+    """Implements `ConversationUI` by writing down every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    async def stream_text(self, text: str) -> None:
+        self.calls.append(("stream", text))
+
+    async def finish_message(self, text: str | None) -> None:
+        self.calls.append(("finish", text))
+
+    async def discard_message(self) -> None:
+        self.calls.append(("discard", None))
+
+    async def add_entry(self, entry: Entry) -> None:
+        self.calls.append(("entry", entry))
+
+    async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
+        self.calls.append(("tool_done", (call_id, name, output, status, elapsed)))
+
+    async def show_tasks(self, tasks: Sequence[Task]) -> None:
+        self.calls.append(("tasks", tuple(tasks)))
+
+    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+        self.calls.append(("usage", (prompt_tokens, completion_tokens, estimated)))
+
+    def turn_ended(self, reason: str) -> None:
+        self.calls.append(("ended", reason))
+
+
+async def run(*events: Event) -> list[tuple[str, Any]]:
+    ui = RecordingUI()
+    handler = EventHandler(ui)
+    for event in events:
+        await handler.handle(event)
+    return ui.calls
+
+
+def test_recording_ui_satisfies_the_protocol() -> None:
+    ui: ConversationUI = RecordingUI()
+    assert ui is not None
+
+
+async def test_streamed_text_then_the_finished_message() -> None:
+    calls = await run(
+        TextDelta("Hel"), TextDelta("lo"), Usage(100, 5), AssistantMessage("Hello"), TurnEnd("done", "Hello")
+    )
+    assert calls == [
+        ("stream", "Hel"),
+        ("stream", "lo"),
+        ("usage", (100, 5, False)),
+        ("finish", "Hello"),
+        ("ended", "done"),
+    ]
+
+
+async def test_a_tool_call_is_added_then_finished() -> None:
+    calls = await run(
+        AssistantMessage("", 1),
+        ToolStarted("c1", "Bash", {"command": "ls"}, "ls"),
+        ToolFinished("c1", "Bash", "a\nb", False, "ok", 0.5),
+    )
+    assert calls == [
+        ("finish", ""),
+        ("entry", ToolEntry("c1", "Bash", "ls")),
+        ("tool_done", ("c1", "Bash", "a\nb", "ok", 0.5)),
+    ]
+
+
+async def test_discarded_response_drops_the_live_text_and_says_why() -> None:
+    calls = await run(TextDelta("partial"), ResponseDiscarded("connection reset", 1))
+    assert calls[1] == ("discard", None)
+    kind, entry = calls[2]
+    assert kind == "entry" and isinstance(entry, NoticeEntry)
+    assert entry.level == "warning" and "connection reset" in entry.text and "attempt 1" in entry.text
+
+
+async def test_tasks_notices_and_errors() -> None:
+    tasks = (Task("1", "Read"), Task("2", "Write", status="in_progress"))
+    calls = await run(TasksUpdated(tasks), Notice("instructions loaded"), Error("rate limited"))
+    assert calls == [
+        ("tasks", tasks),
+        ("entry", NoticeEntry("instructions loaded", "info")),
+        ("entry", NoticeEntry("rate limited", "error")),
+    ]
+
+
+async def test_interrupted_mid_stream_keeps_what_streamed() -> None:
+    calls = await run(TextDelta("half a thou"), Notice("interrupted", "warning"), TurnEnd("interrupted"))
+    assert calls == [
+        ("stream", "half a thou"),
+        ("finish", None),
+        ("entry", NoticeEntry("interrupted", "warning")),
+        ("ended", "interrupted"),
+    ]
+
+
+async def test_error_mid_stream_closes_the_live_message_first() -> None:
+    calls = await run(TextDelta("abc"), Error("server 500"), TurnEnd("error"))
+    assert [c[0] for c in calls] == ["stream", "finish", "entry", "ended"]
+
+
+async def test_a_rejected_tool_call_says_the_turn_stopped() -> None:
+    calls = await run(TurnEnd("rejected"))
+    kind, entry = calls[0]
+    assert kind == "entry" and isinstance(entry, NoticeEntry) and "declined" in entry.text
+    assert calls[-1] == ("ended", "rejected")
+
+
+async def test_done_adds_no_notice() -> None:
+    assert await run(TurnEnd("done")) == [("ended", "done")]

@@ -1,0 +1,188 @@
+"""Snapshots of the main screens (pytest-textual-snapshot; `--snapshot-update` rewrites them).
+
+Deterministic by construction: fixed size, animations off (spinners frozen, no cursor
+blink), fixed startup notices, token counts and clock, a copy of the bundled demo project.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_until
+
+from todo_agent.core.events import Notice
+from todo_agent.core.model import ScriptedModel
+from todo_agent.core.permissions import ApprovalRequest
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.session import SessionInfo
+from todo_agent.core.settings import Config
+from todo_agent.core.tasks import Task
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.screens.sessions import SessionsScreen
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SnapCompare = Callable[..., bool]
+
+DIFF = """\
+--- a/posts.py
++++ b/posts.py
+@@ -1,2 +1,4 @@
+-def list_posts(posts):
+-    return posts
++def list_posts(posts, page=1, page_size=20):
++    \"\"\"Return one page of posts (pages start at 1).\"\"\"
++    start = (page - 1) * page_size
++    return posts[start : start + page_size]"""
+
+
+@pytest.fixture(autouse=True)
+def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin what changes from run to run: the date notice, token counts, the time zone."""
+    notices = [Notice("instructions loaded: AGENTS.md"), Notice("date 2026-01-15")]
+    monkeypatch.setattr(Runtime, "startup_notices", lambda self: list(notices))
+    monkeypatch.setattr(Runtime, "context_usage", lambda self: (12_345, 128_000))
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    project = tmp_path / "demo_project"
+    shutil.copytree(EXAMPLES / "demo_project", project, ignore=shutil.ignore_patterns("__pycache__"))
+    script = json.loads((EXAMPLES / "demo_script.json").read_text(encoding="utf-8"))
+    return project, script
+
+
+def demo_app(demo: tuple[Path, dict[str, Any]], **config: Any) -> TodoAgentApp:
+    project, script = demo
+    model = ScriptedModel.from_data({"steps": script["steps"]}, label="script:demo_script.json")
+    return make_app(project, model, **config)
+
+
+async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
+    app = pilot.app
+    await send(pilot, prompt)
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await pilot.press("1")  # the Edit
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Bash")
+    await pilot.pause()
+
+
+def test_welcome(snap_compare: SnapCompare, workspace: Path) -> None:
+    app = TodoAgentApp.for_config(Config(workspace=workspace), animations=False)
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_empty_session(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    assert snap_compare(demo_app(demo), terminal_size=SIZE)
+
+
+def test_bash_approval_mid_plan(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run_demo_until_bash_approval(pilot, demo[1]["prompt"])
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_demo_finished(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run_demo_until_bash_approval(pilot, demo[1]["prompt"])
+        await pilot.press("1")
+        await turn_done(pilot)
+        await send(pilot, "/todos")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_edit_approval_with_diff(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    request = ApprovalRequest(
+        tool="Edit",
+        arguments={"file_path": "posts.py"},
+        summary="posts.py",
+        preview=DIFF,
+        preview_kind="diff",
+        outside_workspace=False,
+        suggested_rule="Edit(posts.py)",
+        reason="Edit needs approval in default mode",
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.push_screen(ApprovalScreen(request))
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_feedback_box_outside_workspace(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    request = ApprovalRequest(
+        tool="Write",
+        arguments={"file_path": "/etc/motd"},
+        summary="/etc/motd",
+        preview="--- /etc/motd\n+++ /etc/motd\n@@ -0,0 +1 @@\n+hello",
+        preview_kind="diff",
+        outside_workspace=True,
+        suggested_rule="Write(/etc/**)",
+        reason="the path is outside the workspace",
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.push_screen(ApprovalScreen(request, queued=1))
+        await pilot.pause()
+        await pilot.press("f", *"write it to ./motd instead")
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    tasks = (
+        Task("1", "Read the posts module", status="completed", tool_calls=2, tool_seconds=0.4),
+        Task(
+            "2",
+            "Add page/page_size",
+            activeForm="Adding pagination",
+            status="in_progress",
+            tool_calls=3,
+            tool_seconds=12,
+        ),
+        Task("3", "Run the checks", blockedBy=("2",)),
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = main_screen(pilot.app)  # type: ignore[arg-type]
+        screen.place_panel("bottom")
+        await screen.show_tasks(tasks)
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "/help")
+        await pilot.press("/", "m")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_session_picker(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    base = 1_768_400_000.0
+    sessions = [
+        SessionInfo("20260114-101500-ab12", "Add pagination to list_posts", base, 24, Path("a.jsonl")),
+        SessionInfo("20260113-090000-cd34", "Fix the flaky test in test_posts.py", base - 86_400, 1, Path("b.jsonl")),
+    ]
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.push_screen(SessionsScreen(sessions))
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)

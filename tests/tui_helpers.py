@@ -1,0 +1,135 @@
+"""Shared harness for the TUI tests: build the real app on a scripted model, wait on state."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from todo_agent.core.model import Message, ModelResponse, ScriptedModel, StreamItem
+from todo_agent.core.settings import Config
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.main import MainScreen
+
+SIZE = (120, 36)
+
+INJECTIONS = (
+    "[/bold]",
+    "[red]x[/]",
+    "[link=x]click[/link]",
+    "\x1b[2J",
+    "\x1b]0;title\x07",
+    "\x1b]8;;http://x\x1b\\y\x1b]8;;\x1b\\",
+    "[bold][/]]",
+    "\x9b31mC1\x85",
+)
+"""Strings that break markup parsers or drive the terminal if drawn as they are."""
+
+LITERALS = ("[/bold]", "[red]x[/]", "[link=x]click[/link]", "[bold][/]]")
+"""What of `INJECTIONS` must appear on screen, literally."""
+
+HOSTILE = " ".join(INJECTIONS)
+
+
+def make_config(workspace: Path, **overrides: Any) -> Config:
+    return Config(workspace=workspace, model="script:test", **overrides)
+
+
+def make_app(
+    workspace: Path,
+    model: Any,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    **config: Any,
+) -> TodoAgentApp:
+    if isinstance(model, list | dict):
+        model = ScriptedModel.from_data(model)
+    return TodoAgentApp.for_config(
+        make_config(workspace, **config),
+        model=model,
+        resume=resume,
+        continue_latest=continue_latest,
+        animations=False,
+    )
+
+
+def main_screen(app: TodoAgentApp) -> MainScreen:
+    for screen in app.screen_stack:
+        if isinstance(screen, MainScreen):
+            return screen
+    raise AssertionError(f"no main screen in {app.screen_stack}")
+
+
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], *, limit: float = 15.0) -> None:
+    """Let the app run until `condition()` holds (fails after `limit` seconds)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached within {limit}s")
+        await pilot.pause()
+
+
+async def send(pilot: Pilot[Any], text: str) -> None:
+    """Type `text` into the prompt and press enter."""
+    screen = main_screen(pilot.app)  # type: ignore[arg-type]
+    prompt = screen.query_one("#prompt")
+    prompt.focus()
+    prompt.text = text  # type: ignore[attr-defined]
+    await pilot.press("enter")
+
+
+async def turn_done(pilot: Pilot[Any]) -> None:
+    screen = main_screen(pilot.app)  # type: ignore[arg-type]
+    await wait_until(pilot, lambda: not screen.busy)
+    await pilot.pause()
+
+
+def screen_text(app: TodoAgentApp) -> str:
+    """Everything visible on screen as plain text, one line per row (from the SVG export)."""
+    svg = app.export_screenshot()
+    rows: dict[float, list[str]] = {}
+    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        rows.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(rows.items()))
+
+
+@dataclass
+class GatedModel:
+    """Streams `text`, then waits on `release` before finishing (for interrupts mid-stream)."""
+
+    text: str = "Working on it"
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    name: str = "gated"
+    requests: list[Sequence[Message]] = field(default_factory=list)
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        self.requests.append(list(messages))
+        yield self.text
+        await self.release.wait()
+        yield ModelResponse(content=self.text)
+
+
+def bash_step(command: str, call_id: str = "call_bash") -> dict[str, Any]:
+    return {"tool_calls": [{"id": call_id, "name": "Bash", "arguments": {"command": command}}]}
+
+
+def task_steps(*subjects: str, start: str | None = "1") -> list[dict[str, Any]]:
+    """Steps that create tasks (one batch) and start one."""
+    steps: list[dict[str, Any]] = [
+        {
+            "tool_calls": [
+                {"name": "TaskCreate", "arguments": {"subject": s, "activeForm": f"Doing {s}"}} for s in subjects
+            ]
+        }
+    ]
+    if start:
+        steps.append({"tool_calls": [{"name": "TaskUpdate", "arguments": {"taskId": start, "status": "in_progress"}}]})
+    return steps

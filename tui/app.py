@@ -1,0 +1,144 @@
+"""The composition root: builds the screens and hands them the core.
+
+`TodoAgentApp` takes a `Runtime` (the agent, its session and task store) or, when no
+model is configured, just the `Config` (then it shows the welcome screen). Nothing here
+imports the model client: `openai` loads in a thread after the first frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from todo_agent.core.model import ChatModel
+from todo_agent.core.permissions import ApprovalRequest
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.settings import Config
+
+from .approvals import ApprovalBroker, Resolve
+from .palette import TodoAgentCommands
+from .screens.approval import ApprovalScreen
+from .screens.main import MainScreen
+from .screens.welcome import WelcomeScreen
+
+QUIT_WINDOW = 2.0
+"""Seconds within which a second ctrl+c quits."""
+
+
+class TodoAgentApp(App[int]):
+    TITLE = "todo-agent"
+    COMMANDS = App.COMMANDS | {TodoAgentCommands}
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", tooltip="Quit todo-agent", priority=True, id="quit"),
+        Binding("ctrl+c", "ctrl_c", "Quit (twice)", tooltip="Press twice to quit", show=False, id="quit-twice"),
+    ]
+
+    def __init__(
+        self,
+        target: Runtime | Config,
+        *,
+        broker: ApprovalBroker | None = None,
+        initial_prompt: str | None = None,
+        pick_session: bool = False,
+        animations: bool = True,
+    ) -> None:
+        """`broker` must be the one whose `approve` the runtime was created with."""
+        super().__init__()
+        self.runtime = target if isinstance(target, Runtime) else None
+        self.config = target.config if isinstance(target, Runtime) else target
+        self.broker = broker or ApprovalBroker()
+        if self.runtime is not None and self.runtime.approver is None:
+            # A runtime built without an approver would deny everything that asks; ask here.
+            self.runtime.set_approver(self.broker.approve)
+        self.initial_prompt = initial_prompt
+        self.pick_session = pick_session
+        self._last_ctrl_c = -QUIT_WINDOW
+        if not animations:
+            self.animation_level = "none"
+
+    @classmethod
+    def for_config(
+        cls,
+        config: Config,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        model: ChatModel | None = None,
+        initial_prompt: str | None = None,
+        animations: bool = True,
+    ) -> TodoAgentApp:
+        """The app for `config`: a runtime wired to this app's approvals, or the welcome screen.
+
+        `resume=""` (the flag without an id) opens a new session and the session picker.
+        """
+        if not config.has_model and model is None:
+            return cls(config, animations=animations)
+        broker = ApprovalBroker()
+        runtime = Runtime.create(
+            config, approver=broker.approve, resume=resume or None, continue_latest=continue_latest, model=model
+        )
+        return cls(
+            runtime, broker=broker, initial_prompt=initial_prompt, pick_session=resume == "", animations=animations
+        )
+
+    def on_mount(self) -> None:
+        if self.runtime is None:
+            self.push_screen(WelcomeScreen())
+            return
+        self.broker.attach(self._present_approval)
+        self.push_screen(MainScreen(self.runtime, initial_prompt=self.initial_prompt, pick_session=self.pick_session))
+
+    def on_unmount(self) -> None:
+        self.broker.attach(None)
+
+    def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
+        screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
+        self.push_screen(screen, callback=resolve)
+
+        def close() -> None:
+            if screen in self.screen_stack:
+                screen.pop_until_active()
+                screen.dismiss(None)
+
+        return close
+
+    def action_ctrl_c(self) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c <= QUIT_WINDOW:
+            self.exit(0)
+            return
+        self._last_ctrl_c = now
+        self.notify("Press ctrl+c again to quit", title="todo-agent", timeout=QUIT_WINDOW)
+
+
+def run_app(
+    target: Runtime | Config,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    initial_prompt: str | None = None,
+) -> int:
+    """Run the TUI until the person quits; returns the exit code.
+
+    Given a `Config`, builds the `Runtime` (resuming `resume` or the latest session when
+    asked) with this app's approver; without a model, shows the welcome screen. A
+    `Runtime` created without an approver gets this app's.
+    """
+    owned = isinstance(target, Config)
+    if isinstance(target, Config):
+        app = TodoAgentApp.for_config(
+            target, resume=resume, continue_latest=continue_latest, initial_prompt=initial_prompt
+        )
+    else:
+        app = TodoAgentApp(target, initial_prompt=initial_prompt)
+    try:
+        app.run()
+    finally:
+        if owned and app.runtime is not None:  # built here, so closed here
+            app.runtime.session.close()
+    return app.return_code or 0

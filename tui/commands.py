@@ -1,0 +1,66 @@
+"""Slash commands and keys: the one table the prompt completion, `/help` and the palette read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    """With the slash: `/todos`."""
+    description: str
+    usage: str = ""
+    """Arguments, e.g. `[MODE]`; empty when it takes none."""
+
+
+SLASH_COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("/todos", "Print the task list into the conversation"),
+    SlashCommand("/new", "Start a new session with an empty task list"),
+    SlashCommand("/resume", "Pick an earlier session to resume"),
+    SlashCommand("/mode", "Cycle the permission mode, or set one by name", "[MODE]"),
+    SlashCommand("/model", "Show the model, or switch to another", "[NAME]"),
+    SlashCommand("/help", "Show commands and keys"),
+    SlashCommand("/quit", "Quit todo-agent"),
+)
+
+
+def complete(text: str) -> list[SlashCommand]:
+    """Commands the prompt text could be the start of (only while it is one word)."""
+    if not text.startswith("/") or any(c.isspace() for c in text):
+        return []
+    return [c for c in SLASH_COMMANDS if c.name.startswith(text)]
+
+
+def parse(text: str) -> tuple[SlashCommand, str] | None:
+    """`("/mode", "plan")` for `/mode plan`; None if `text` is not a known command."""
+    name, _, argument = text.strip().partition(" ")
+    for command in SLASH_COMMANDS:
+        if command.name == name:
+            return command, argument.strip()
+    return None
+
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("enter", "send the prompt"),
+    ("shift+enter, ctrl+j", "new line"),
+    ("up, down", "earlier prompts"),
+    ("tab", "complete a /command"),
+    ("pageup, pagedown", "scroll the conversation"),
+    ("escape", "interrupt the running turn"),
+    ("shift+tab", "cycle the permission mode"),
+    ("ctrl+t", "show or hide the task panel"),
+    ("ctrl+o", "show or hide the last tool output"),
+    ("ctrl+p", "command palette"),
+    ("ctrl+c twice, ctrl+q", "quit"),
+)
+PANEL_KEYS = "a add · space/x tick · d delete · shift+up/K, shift+down/J move"
+
+
+def help_text() -> str:
+    rows = [(f"{c.name} {c.usage}".strip(), c.description) for c in SLASH_COMMANDS]
+    width = max(len(key) for key, _ in (*rows, *KEYS)) + 2
+    lines = ["Commands", *(f"  {key:<{width}}{text}" for key, text in rows)]
+    lines += ["Keys", *(f"  {key:<{width}}{text}" for key, text in KEYS)]
+    lines += ["Task panel (focus it with tab or a click)", f"  {PANEL_KEYS}"]
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The one place core events become UI changes.
+
+`EventHandler` knows the events; `ConversationUI` is the small set of operations it asks
+the screen for. The main screen implements the protocol with real widgets; tests use a
+recording fake, so every mapping here is checked without running an app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from todo_agent.core.events import (
+    AssistantMessage,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    TasksUpdated,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnd,
+    Usage,
+)
+from todo_agent.core.tasks import Task
+
+from .transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
+
+TURN_END_NOTICES: dict[str, NoticeEntry] = {
+    # "interrupted" and "max_steps" come with a notice from the core already.
+    "rejected": NoticeEntry("Stopped: you declined the tool call. Tell todo-agent what to do instead.", "warning"),
+}
+
+_STREAM_EVENTS = (TextDelta, Usage, AssistantMessage, ResponseDiscarded)
+"""Events that belong to a message being streamed; anything else ends it first."""
+
+
+class ConversationUI(Protocol):
+    """What the handler may do to the screen."""
+
+    async def stream_text(self, text: str) -> None:
+        """Append to the live assistant message, starting one if needed."""
+
+    async def finish_message(self, text: str | None) -> None:
+        """Collapse the live message into a finished one holding `text` (None: what streamed)."""
+
+    async def discard_message(self) -> None:
+        """Drop the live message: its response failed and will be retried."""
+
+    async def add_entry(self, entry: Entry) -> None:
+        """Append a block to the conversation."""
+
+    async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
+        """Show the result of a tool call added earlier."""
+
+    async def show_tasks(self, tasks: Sequence[Task]) -> None:
+        """Redraw the task panel with a new state of the list."""
+
+    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+        """Token use of the last response (the status line shows context use)."""
+
+    def turn_ended(self, reason: str) -> None:
+        """The turn is over: stop spinners, give the prompt back."""
+
+
+class EventHandler:
+    """Maps each core `Event` to calls on a `ConversationUI`."""
+
+    def __init__(self, ui: ConversationUI) -> None:
+        self.ui = ui
+        self._streaming = False
+
+    async def handle(self, event: Event) -> None:
+        if self._streaming and not isinstance(event, _STREAM_EVENTS):
+            await self._end_stream()  # a turn that stops mid-message keeps what had streamed
+        await self._dispatch(event)
+
+    async def _dispatch(self, event: Event) -> None:
+        match event:
+            case TextDelta(text=text):
+                self._streaming = True
+                await self.ui.stream_text(text)
+            case AssistantMessage(content=content):
+                self._streaming = False
+                await self.ui.finish_message(content)
+            case ResponseDiscarded(reason=reason, attempt=attempt):
+                self._streaming = False
+                await self.ui.discard_message()
+                await self.ui.add_entry(
+                    NoticeEntry(f"Response cut off ({reason}); retrying, attempt {attempt}.", "warning")
+                )
+            case ToolStarted(call_id=call_id, name=name, summary=summary):
+                await self.ui.add_entry(ToolEntry(call_id, name, summary))
+            case ToolFinished(call_id=call_id, name=name, output=output, status=status, elapsed=elapsed):
+                await self.ui.finish_tool(call_id, name, output, status, elapsed)
+            case TasksUpdated(tasks=tasks):
+                await self.ui.show_tasks(tasks)
+            case Notice(text=text, level=level):
+                await self.ui.add_entry(NoticeEntry(text, level))
+            case Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=estimated):
+                self.ui.show_usage(prompt, completion, estimated)
+            case Error(message=message):
+                await self.ui.add_entry(NoticeEntry(message, "error"))
+            case TurnEnd(reason=reason):
+                notice = TURN_END_NOTICES.get(reason)
+                if notice is not None:
+                    await self.ui.add_entry(NoticeEntry(notice.text, notice.level))
+                self.ui.turn_ended(reason)
+
+    async def _end_stream(self) -> None:
+        self._streaming = False
+        await self.ui.finish_message(None)

@@ -1,0 +1,56 @@
+"""The command palette (`ctrl+p`): every slash command and every toggle, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from .commands import SLASH_COMMANDS
+from .screens.main import MainScreen
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    title: str
+    help: str
+    run: Callable[[], object]
+
+
+def palette_entries(screen: MainScreen) -> list[PaletteEntry]:
+    """What the palette offers on the main screen."""
+    entries = [
+        PaletteEntry(f"{c.name}  {c.description}", c.usage or c.description, partial(screen.run_slash, c.name))
+        for c in SLASH_COMMANDS
+    ]
+    entries += [
+        PaletteEntry("Toggle the task panel", "ctrl+t", screen.action_toggle_tasks),
+        PaletteEntry("Task panel on the right", "[ui] task_panel = right", partial(screen.place_panel, "right")),
+        PaletteEntry("Task panel at the bottom", "[ui] task_panel = bottom", partial(screen.place_panel, "bottom")),
+        PaletteEntry("Focus the task panel", "then a / space / d / J / K edit the plan", screen.focus_tasks),
+        PaletteEntry("Cycle the permission mode", "shift+tab", screen.action_cycle_mode),
+        PaletteEntry("Interrupt the running turn", "escape", screen.action_interrupt),
+        PaletteEntry("Show or hide the last tool output", "ctrl+o", screen.action_toggle_output),
+    ]
+    return entries
+
+
+class TodoAgentCommands(Provider):
+    """Slash commands and toggles of the main screen."""
+
+    def _entries(self) -> list[PaletteEntry]:
+        screen = self.screen
+        return palette_entries(screen) if isinstance(screen, MainScreen) else []
+
+    async def discover(self) -> Hits:
+        for entry in self._entries():
+            yield DiscoveryHit(entry.title, entry.run, help=entry.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for entry in self._entries():
+            score = matcher.match(entry.title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(entry.title), entry.run, help=entry.help)

@@ -1,0 +1,123 @@
+"""The approval modal: what a tool wants to do, and the person's answer.
+
+Dismisses with an `ApprovalAnswer`. Keys: `1`/`y` yes, `2`/`a` yes and don't ask again
+(the rule is shown), `3`/`n`/`escape` no (the turn stops), `f` no with feedback (the
+text goes to the model and the turn goes on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
+
+from ..sanitize import sanitize
+from ..widgets.preview import render_preview
+
+
+class FeedbackInput(Input):
+    """Where "no, and do this instead" is typed; escape goes back to the choices."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", tooltip="Back to the choices without sending feedback"),
+    ]
+
+    def action_back(self) -> None:
+        self.value = ""
+        self.display = False
+        self.screen.query_one(OptionList).focus()
+
+
+class ApprovalScreen(ModalScreen[ApprovalAnswer]):
+    """Asks about one tool call. The agent waits until this screen is dismissed."""
+
+    CSS_PATH = "approval.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1,y", "answer('yes')", "Yes", tooltip="Run it this once"),
+        Binding("2,a", "answer('always')", "Always", tooltip="Run it, and add the shown rule for this session"),
+        Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops"),
+        Binding("f", "feedback", "No, with feedback", tooltip="Do not run it; tell the model what to do instead"),
+        Binding("escape", "answer('no')", "No", tooltip="Do not run it; the turn stops", show=False),
+    ]
+
+    def __init__(self, request: ApprovalRequest, *, workspace: Path | None = None, queued: int = 0) -> None:
+        super().__init__()
+        self.request = request
+        self.workspace = workspace
+        self.queued = queued
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        with Vertical(id="approval-dialog") as dialog:
+            dialog.border_title = f"Allow {sanitize(request.tool)}?"
+            if self.queued:
+                dialog.border_subtitle = f"{self.queued} more waiting"
+            if request.summary.strip() != request.preview.strip():
+                yield Static(Content(sanitize(request.summary, visible=True)), id="approval-summary", markup=False)
+            if request.reason:
+                yield Static(Content(sanitize(request.reason)), id="approval-reason", markup=False)
+            if request.outside_workspace:
+                where = f" ({self.workspace})" if self.workspace else ""
+                yield Static(
+                    Content(f"⚠ This path is outside the workspace{where}."), id="approval-outside", markup=False
+                )
+            if request.preview:
+                with VerticalScroll(id="approval-preview", classes=f"-{request.preview_kind}"):
+                    yield Static(render_preview(request.preview, request.preview_kind), markup=False)
+            yield OptionList(*self._options(), id="approval-options")
+            yield FeedbackInput(placeholder="Tell todo-agent what to do instead, then enter", id="approval-feedback")
+
+    def _options(self) -> list[Option]:
+        rule = sanitize(self.request.suggested_rule, visible=True)
+        return [
+            Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
+            Option(
+                Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
+                id="always",
+            ),
+            Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
+            Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
+        ]
+
+    def on_mount(self) -> None:
+        self.query_one("#approval-feedback").display = False
+        self.query_one(OptionList).focus()
+
+    def action_answer(self, decision: str) -> None:
+        if decision == "yes":
+            self.dismiss(ApprovalAnswer("yes"))
+        elif decision == "always":
+            self.dismiss(ApprovalAnswer("always"))
+        else:
+            self.dismiss(ApprovalAnswer("no"))
+
+    def action_feedback(self) -> None:
+        box = self.query_one(FeedbackInput)
+        box.display = True
+        box.focus()
+
+    @on(OptionList.OptionSelected, "#approval-options")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id == "feedback":
+            self.action_feedback()
+        else:
+            self.action_answer(event.option.id or "no")
+
+    @on(Input.Submitted, "#approval-feedback")
+    def _feedback(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if text:
+            self.dismiss(ApprovalAnswer("feedback", text))

@@ -1,0 +1,370 @@
+"""The main screen: conversation, task panel, prompt, status line.
+
+It implements `ConversationUI` for the event handler, runs agent turns in a worker (never
+blocking the UI), and carries out slash commands and the person's edits to the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from todo_agent.core.permissions import MODES
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.session import SessionError
+from todo_agent.core.settings import PanelPlace
+from todo_agent.core.tasks import StoreError, Task, render_tasks
+
+from ..commands import help_text, parse
+from ..handler import EventHandler
+from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
+from ..turns import turn_events
+from ..widgets.conversation import Conversation
+from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
+from ..widgets.status import MODE_LABELS, StatusLine
+from ..widgets.task_panel import TaskPanel
+from .sessions import SessionsScreen
+
+PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    AUTO_FOCUS = "#prompt"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "interrupt", "Interrupt", tooltip="Stop the running turn", id="interrupt"),
+        Binding("ctrl+t", "toggle_tasks", "Tasks", tooltip="Show or hide the task panel", id="toggle-tasks"),
+        Binding("shift+tab", "cycle_mode", "Mode", tooltip="Cycle the permission mode", id="cycle-mode"),
+        Binding("ctrl+o", "toggle_output", "Output", tooltip="Show or hide the last tool output", id="toggle-output"),
+        Binding(
+            "pageup",
+            "scroll_conversation(-1)",
+            "Scroll up",
+            tooltip="Scroll the conversation up",
+            show=False,
+            priority=True,
+        ),
+        Binding(
+            "pagedown",
+            "scroll_conversation(1)",
+            "Scroll down",
+            tooltip="Scroll the conversation down",
+            show=False,
+            priority=True,
+        ),
+    ]
+
+    def __init__(self, runtime: Runtime, *, initial_prompt: str | None = None, pick_session: bool = False) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.initial_prompt = initial_prompt
+        self.pick_session = pick_session
+        self.panel_place: PanelPlace = runtime.config.task_panel
+        self._panel_shown_place: PanelPlace = "right" if self.panel_place == "hidden" else self.panel_place
+        self._ready = asyncio.Event()
+        self._turn: Worker[None] | None = None
+        self._queued: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="work"):
+            yield TaskPanel(id="task-panel")
+            yield Conversation(id="conversation")
+        yield PromptBox(id="prompt-box")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.query_one(Conversation)
+
+    @property
+    def panel(self) -> TaskPanel:
+        return self.query_one(TaskPanel)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None and not self._turn.is_finished
+
+    async def on_mount(self) -> None:
+        self.place_panel(self.panel_place)
+        if self.app.animation_level == "none":
+            self.query_one(PromptInput).cursor_blink = False
+        self.status.set_model(self.runtime.model_name)
+        self.status.mode = self.runtime.permissions.mode
+        await self._show_session()
+        self.call_after_refresh(self.warm_up)
+        if self.pick_session:
+            self._pick_session()
+
+    async def _show_session(self) -> None:
+        """Draw the current session: its history, its notices, its task list."""
+        await self.conversation.load(entries_from_history(self.runtime.history, summarize=self.runtime.summarize))
+        for notice in self.runtime.startup_notices():
+            await self.conversation.add(NoticeEntry(notice.text, notice.level))
+        await self.panel.show(self.runtime.store.snapshot())
+        self.status.set_context(*self.runtime.context_usage())
+
+    # --- warm-up and turns --------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
+    def warm_up(self) -> None:
+        """Import and build the model client off the event loop, after the first frame."""
+        self.runtime.warm_up()
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_turn(self, prompt: str) -> None:
+        await self._ready.wait()
+        self.status.set_activity("thinking")
+        handler = EventHandler(self)
+        agent = self.runtime.agent
+        async for event in turn_events(lambda: agent.run_turn(prompt)):
+            await handler.handle(event)
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker, state = event.worker, event.state
+        if worker.group == "warm-up" and state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self._ready.set()
+            if state == WorkerState.ERROR:
+                await self.conversation.add(NoticeEntry(f"The model client could not start: {worker.error}", "error"))
+            elif self.initial_prompt:
+                prompt, self.initial_prompt = self.initial_prompt, None
+                await self.submit(prompt)
+        elif worker.group == "turn" and worker.is_finished:
+            await self._turn_finished(worker)
+
+    async def _turn_finished(self, worker: Worker[None]) -> None:
+        if worker.state == WorkerState.ERROR:
+            await self.conversation.stop_live()
+            message = f"The turn failed: {type(worker.error).__name__}: {worker.error}"
+            await self.conversation.add(NoticeEntry(message, "error"))
+            self.notify(message, severity="error", title="todo-agent")
+        elif worker.state == WorkerState.CANCELLED:
+            await self.conversation.stop_live()
+        self.status.busy = False
+        self.status.set_activity("ready")
+        if worker is self._turn:
+            self._turn = None
+        if self._queued:
+            await self.submit(self._queued.pop(0))
+
+    # --- ConversationUI ---------------------------------------------------------
+
+    async def stream_text(self, text: str) -> None:
+        self.status.set_activity("writing")
+        await self.conversation.write_live(text)
+
+    async def finish_message(self, text: str | None) -> None:
+        live = self.conversation.live
+        await self.conversation.finish_live(text if text is not None else (live.text if live else ""))
+
+    async def discard_message(self) -> None:
+        await self.conversation.stop_live()
+
+    async def add_entry(self, entry: Entry) -> None:
+        if isinstance(entry, ToolEntry):
+            self.status.set_activity(f"running {entry.name}")
+        await self.conversation.add(entry)
+
+    async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
+        self.status.set_activity("thinking")
+        await self.conversation.finish_tool(call_id, name, output, status, elapsed)
+
+    async def show_tasks(self, tasks: Sequence[Task]) -> None:
+        await self.panel.show(tasks)
+        if self.panel_place == "hidden" and tasks:
+            await self.conversation.add(PlainEntry(render_tasks(tasks)))
+
+    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+        self.status.set_context(*self.runtime.context_usage())
+
+    def turn_ended(self, reason: str) -> None:
+        self.status.set_activity("ready")
+
+    # --- the prompt --------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    async def _prompt_sent(self, event: PromptInput.Submitted) -> None:
+        await self.submit(event.text)
+
+    async def submit(self, text: str) -> None:
+        """Run a slash command, or send `text` to the agent (queued while a turn runs)."""
+        first = text.split(maxsplit=1)[0]
+        if first.startswith("/") and "/" not in first[1:]:  # a command, not a path like /usr/lib
+            await self.conversation.add(UserEntry(text))
+            if parse(text) is None:
+                await self.conversation.add(NoticeEntry(f"Unknown command {first}; /help lists them.", "warning"))
+            else:
+                await self.run_slash(text)
+            return
+        if self.busy:
+            self._queued.append(text)
+            self.notify("Queued: it is sent when the current turn ends (esc interrupts).", title="todo-agent")
+            return
+        await self.conversation.add(UserEntry(text))
+        self.status.busy = True
+        self._turn = self.run_turn(text)
+
+    # --- slash commands ------------------------------------------------------------
+
+    async def run_slash(self, text: str) -> None:
+        parsed = parse(text)
+        if parsed is None:
+            return
+        command, argument = parsed
+        match command.name:
+            case "/todos":
+                await self.conversation.add(PlainEntry(render_tasks(self.runtime.store.snapshot())))
+            case "/new":
+                await self._new_session()
+            case "/resume":
+                self._pick_session()
+            case "/mode":
+                await self._set_mode(argument)
+            case "/model":
+                await self._model(argument)
+            case "/help":
+                await self.conversation.add(PlainEntry(help_text(), "help"))
+            case "/quit":
+                self.app.exit()
+
+    def _refuse_while_busy(self, what: str) -> bool:
+        if self.busy:
+            self.notify(f"Cannot {what} while a turn runs; press esc first.", severity="warning")
+        return self.busy
+
+    async def _new_session(self) -> None:
+        if self._refuse_while_busy("start a new session"):
+            return
+        self.runtime.new_session()
+        await self._show_session()
+        await self.conversation.add(NoticeEntry(f"new session {self.runtime.session.id}"))
+
+    def _pick_session(self) -> None:
+        if self._refuse_while_busy("switch sessions"):
+            return
+        current = self.runtime.session.id
+        picker = SessionsScreen([s for s in self.runtime.list_sessions() if s.id != current])
+        self.app.push_screen(picker, callback=self._resume)
+
+    async def _resume(self, session_id: str | None) -> None:
+        if not session_id or session_id == self.runtime.session.id:
+            return
+        try:
+            self.runtime.resume(session_id)
+        except (SessionError, RuntimeError) as exc:
+            await self.conversation.add(NoticeEntry(str(exc), "error"))
+            return
+        await self._show_session()
+
+    async def _set_mode(self, argument: str) -> None:
+        if not argument:
+            self.action_cycle_mode()
+        elif mode := next((m for m in MODES if m.lower() == argument.lower()), None):
+            self.runtime.permissions.mode = mode
+            self.status.mode = mode
+        else:
+            await self.conversation.add(
+                NoticeEntry(f"Unknown mode {argument!r}; use one of {', '.join(MODES)}.", "warning")
+            )
+            return
+        await self.conversation.add(NoticeEntry(f"permission mode: {MODE_LABELS[self.runtime.permissions.mode]}"))
+
+    async def _model(self, argument: str) -> None:
+        if argument and not self._refuse_while_busy("switch models"):
+            self.runtime.set_model(argument)
+            self.status.set_model(self.runtime.model_name)
+            self._ready.clear()
+            self.warm_up()
+        await self.conversation.add(NoticeEntry(f"model: {self.runtime.model_name}"))
+
+    # --- the task panel ------------------------------------------------------------
+
+    def place_panel(self, place: PanelPlace) -> None:
+        """Dock the panel `right`, at the `bottom`, or hide it."""
+        self.panel_place = place
+        if place != "hidden":
+            self._panel_shown_place = place
+        for name in PANEL_PLACES:
+            self.set_class(name == place, f"-panel-{name}")
+
+    def focus_tasks(self) -> None:
+        if self.panel_place == "hidden":
+            self.place_panel(self._panel_shown_place)
+        self.panel.list_view.focus()
+
+    @on(TaskPanel.Add)
+    async def _task_add(self, event: TaskPanel.Add) -> None:
+        await self._edit_tasks(self.runtime.store.user_add(event.subject))
+
+    @on(TaskPanel.StatusChange)
+    async def _task_status(self, event: TaskPanel.StatusChange) -> None:
+        await self._edit_tasks(self.runtime.store.user_set_status(event.task_id, event.status))
+
+    @on(TaskPanel.Delete)
+    async def _task_delete(self, event: TaskPanel.Delete) -> None:
+        await self._edit_tasks(self.runtime.store.user_delete(event.task_id))
+
+    @on(TaskPanel.Move)
+    async def _task_move(self, event: TaskPanel.Move) -> None:
+        await self._edit_tasks(self.runtime.store.user_move(event.task_id, event.delta))
+
+    async def _edit_tasks(self, edit: Awaitable[object]) -> None:
+        try:
+            await edit
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", title="Task list")
+        await self.panel.show(self.runtime.store.snapshot())
+
+    # --- key actions -------------------------------------------------------------
+
+    def action_interrupt(self) -> None:
+        suggestions = self.query_one(SlashSuggestions)
+        if self.busy:
+            self.status.set_activity("interrupting")
+            if self.runtime.agent.busy:
+                self.runtime.agent.interrupt()
+            elif self._turn is not None:
+                self._turn.cancel()
+        elif suggestions.display:
+            suggestions.display = False
+        elif not self.query_one(PromptInput).has_focus:
+            self.query_one(PromptInput).focus()
+
+    def action_toggle_tasks(self) -> None:
+        if self.panel_place == "hidden":
+            self.place_panel(self._panel_shown_place)
+        else:
+            self.place_panel("hidden")
+        if not self.panel.tasks:
+            self.notify("No tasks yet. The model adds them for multi-step work.", title="Tasks", timeout=3)
+
+    def action_cycle_mode(self) -> None:
+        self.status.mode = self.runtime.permissions.cycle_mode()
+
+    def action_scroll_conversation(self, direction: int) -> None:
+        conversation = self.conversation
+        if direction < 0:
+            conversation.release_anchor()  # reading back: stop following new output
+            conversation.scroll_page_up()
+        else:
+            conversation.scroll_page_down()
+
+    async def action_toggle_output(self) -> None:
+        block = self.conversation.last_tool_block()
+        if block is not None:
+            await block.toggle()
+            self.conversation.scroll_to_widget(block)

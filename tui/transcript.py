@@ -1,0 +1,177 @@
+"""What the conversation pane holds, as plain data, and how to rebuild it from history.
+
+The pane keeps one entry per block and mounts widgets only for the newest ones, so an
+entry must carry everything needed to draw its block again later. Nothing here imports
+Textual.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ToolStatus = Literal["running", "ok", "error", "denied", "cancelled"]
+NoticeLevel = Literal["info", "warning", "error", "dim"]
+
+REMINDER_TAG = "<system-reminder>"
+TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"})
+"""Tools whose effect the task panel shows; their blocks stay one line unless they fail."""
+
+
+@dataclass
+class UserEntry:
+    text: str
+
+
+@dataclass
+class AssistantEntry:
+    text: str
+
+
+@dataclass
+class ToolEntry:
+    """A tool call; `status` and `output` change when it finishes."""
+
+    call_id: str
+    name: str
+    summary: str
+    status: ToolStatus = "running"
+    output: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass
+class NoticeEntry:
+    text: str
+    level: NoticeLevel = "info"
+
+
+@dataclass
+class PlainEntry:
+    """Lines printed into the conversation as they are: a task list (`/todos`), help."""
+
+    text: str
+    kind: Literal["tasks", "help"] = "tasks"
+
+
+Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry
+
+# Which argument best names a call, per tool, for `⏺ Name(...)` lines rebuilt from history.
+_SUMMARY_KEYS = ("file_path", "command", "pattern", "subject", "path", "taskId")
+
+
+def short(text: str, limit: int = 80) -> str:
+    """One line, at most `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def summarize_arguments(name: str, arguments: dict[str, Any]) -> str:
+    """A short human form of a call's arguments when the core's summary is not at hand."""
+    if name == "TaskUpdate" and "taskId" in arguments and "status" in arguments:
+        return f"#{arguments['taskId']} → {arguments['status']}"
+    if name == "TodoWrite" and isinstance(arguments.get("todos"), list):
+        return f"{len(arguments['todos'])} items"
+    for key in _SUMMARY_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str | int) and str(value):
+            return short(str(value))
+    return short(json.dumps(arguments, ensure_ascii=False)) if arguments else ""
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _looks_failed(output: str) -> bool:
+    head = output.lstrip()[:40].lower()
+    return head.startswith(("error", "denied", "cancelled", "rejected", "tool error"))
+
+
+def entries_from_history(
+    messages: Iterable[dict[str, Any]],
+    *,
+    show_reminders: bool = True,
+    summarize: Callable[[str, dict[str, Any]], str] | None = None,
+) -> list[Entry]:
+    """Rebuild the conversation pane from OpenAI-format history (for `--continue`/`--resume`).
+
+    User prompts, assistant text and tool calls paired with their results come back as
+    blocks; `<system-reminder>` messages become one dim notice each (or are skipped);
+    system messages are skipped. `summarize` is the core's own wording of a call
+    (`Runtime.summarize`); without it a generic summary is used.
+    """
+    entries: list[Entry] = []
+    tools: dict[str, ToolEntry] = {}
+    for message in messages:
+        role = message.get("role")
+        text = _text_of(message.get("content"))
+        if role == "user":
+            entries.extend(_user_entries(text, show_reminders))
+        elif role == "assistant":
+            if text.strip():
+                entries.append(AssistantEntry(text))
+            for call in message.get("tool_calls") or []:
+                entry = _tool_entry(call, summarize or summarize_arguments)
+                tools[entry.call_id] = entry
+                entries.append(entry)
+        elif role == "tool":
+            found = tools.get(str(message.get("tool_call_id", "")))
+            if found is not None:
+                found.output = text
+                found.status = "error" if _looks_failed(text) else "ok"
+    for entry in tools.values():
+        if entry.status == "running":  # a call whose result never made it to history
+            entry.status = "cancelled"
+    return entries
+
+
+def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
+    if text.lstrip().startswith(REMINDER_TAG):
+        return [NoticeEntry(_reminder_line(text), "dim")] if show_reminders else []
+    return [UserEntry(text)] if text else []
+
+
+def _tool_entry(call: dict[str, Any], summarize: Callable[[str, dict[str, Any]], str]) -> ToolEntry:
+    function = call.get("function") or {}
+    name = str(function.get("name") or "?")
+    arguments = _parse_arguments(function.get("arguments"))
+    summary = summarize(name, arguments) or summarize_arguments(name, arguments)
+    return ToolEntry(call_id=str(call.get("id") or ""), name=name, summary=summary)
+
+
+def _reminder_line(text: str) -> str:
+    body = text.replace(REMINDER_TAG, "").replace("</system-reminder>", "").strip()
+    first = body.splitlines()[0] if body else ""
+    return f"reminder: {short(first, 100)}"
+
+
+def output_summary(output: str, status: ToolStatus, limit: int = 100) -> str:
+    """The one line shown under a finished tool call."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    if status == "denied" and not lines:
+        return "denied"
+    if status == "cancelled" and not lines:
+        return "cancelled"
+    if not lines:
+        return "(no output)"
+    first = short(lines[0], limit)
+    more = len(lines) - 1
+    return f"{first}  …(+{more} lines)" if more else first

@@ -1,0 +1,248 @@
+"""The docked task panel: the plan, its progress, and the person's edits to it.
+
+The panel draws a tuple of frozen `Task` values and rebuilds only when given a new one
+(`show`); the spinner of the task in progress is the only thing that ticks. Edits made
+here are posted as messages; whoever owns the task store applies them and calls `show`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
+
+from todo_agent.core.tasks import Task
+
+from ..sanitize import sanitize
+from .spinner import Spinner
+
+MARKERS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
+
+
+def format_seconds(value: float) -> str:
+    seconds = round(value)
+    if value < 1:
+        return "<1s"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
+    """Ids of the tasks blocking `task` that are not completed yet."""
+    done = {t.id for t in tasks if t.status == "completed"}
+    return [b for b in task.blockedBy if b not in done]
+
+
+def meta_line(task: Task, tasks: Sequence[Task]) -> str:
+    """`3 calls · 12s · ⧗ blocked by #1`, or empty."""
+    parts: list[str] = []
+    if task.tool_calls:
+        noun = "call" if task.tool_calls == 1 else "calls"
+        parts.append(f"{task.tool_calls} {noun} · {format_seconds(task.tool_seconds)}")
+    blockers = open_blockers(task, tasks)
+    if blockers and task.status != "completed":
+        parts.append("⧗ blocked by " + ", ".join(f"#{b}" for b in blockers))
+    return " · ".join(parts)
+
+
+class TaskItem(ListItem):
+    """One task: marker, `#id subject`, then `← activeForm` and a meta line when relevant."""
+
+    def __init__(self, task: Task, tasks: Sequence[Task]) -> None:
+        super().__init__(classes=f"-{task.status}")
+        self.task_value = task
+        self._meta = meta_line(task, tasks)
+
+    def compose(self) -> ComposeResult:
+        task = self.task_value
+        yield Static(
+            Content.assemble(f"{MARKERS[task.status]} ", (f"#{task.id} ", "bold"), sanitize(task.subject)),
+            classes="task-subject",
+            markup=False,
+        )
+        if task.status == "in_progress":
+            with Horizontal(classes="task-active"):
+                yield Spinner()
+                yield Static(
+                    Content(f" ← {sanitize(task.activeForm or task.subject)}"), classes="active-form", markup=False
+                )
+        if self._meta:
+            yield Static(Content(self._meta), classes="task-meta", markup=False)
+
+
+class TaskListView(ListView):
+    """The list itself; keys edit the plan while it has focus."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "add", "Add task", tooltip="Add a task to the plan"),
+        Binding("space,x", "tick", "Tick", tooltip="Mark the highlighted task completed, or pending again"),
+        Binding("d,delete", "delete", "Delete", tooltip="Delete the highlighted task"),
+        Binding("shift+up,K", "move(-1)", "Move up", tooltip="Move the highlighted task up", show=False),
+        Binding("shift+down,J", "move(1)", "Move down", tooltip="Move the highlighted task down", show=False),
+    ]
+
+    def _highlighted_task(self) -> Task | None:
+        item = self.highlighted_child
+        return item.task_value if isinstance(item, TaskItem) else None
+
+    def action_add(self) -> None:
+        panel = self.query_ancestor(TaskPanel)
+        panel.open_add()
+
+    def action_tick(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            status = "pending" if task.status == "completed" else "completed"
+            self.post_message(TaskPanel.StatusChange(task.id, status))
+
+    def action_delete(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.Delete(task.id))
+
+    def action_move(self, delta: int) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.Move(task.id, delta))
+
+
+class AddTaskInput(Input):
+    """The one-line input that `a` opens."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", tooltip="Close the input without adding a task"),
+    ]
+
+    def action_cancel(self) -> None:
+        self.query_ancestor(TaskPanel).action_cancel_add()
+
+
+class TaskPanel(Vertical):
+    """Progress, the list (or "No tasks yet"), and an input for adding a task."""
+
+    @dataclass
+    class Add(Message):
+        """The person typed a new task."""
+
+        subject: str
+
+    @dataclass
+    class StatusChange(Message):
+        task_id: str
+        status: str
+
+    @dataclass
+    class Delete(Message):
+        task_id: str
+
+    @dataclass
+    class Move(Message):
+        task_id: str
+        delta: int
+
+    DEFAULT_CSS = """
+    TaskPanel {
+        border: round $surface-lighten-2;
+        border-title-color: $text-accent;
+        padding: 0 1;
+        height: 1fr;
+        &:focus-within { border: round $accent; }
+        #task-progress-label { color: $text-muted; }
+        #task-progress { height: 1; margin-bottom: 1; }
+        #task-progress Bar { width: 1fr; }
+        #task-empty { color: $text-muted; text-style: italic; }
+        #task-list { height: auto; max-height: 1fr; background: transparent; }
+        #task-list > TaskItem { padding: 0 0; }
+        #task-list > TaskItem.-highlight { background: transparent; }
+        #task-list:focus > TaskItem.-highlight { background: $block-cursor-background; }
+        #task-list > TaskItem.-completed .task-subject { color: $text-muted; text-style: dim; }
+        #task-list > TaskItem.-in_progress .task-subject { text-style: bold; }
+        .task-active { height: 1; padding-left: 2; color: $text-accent; }
+        .task-active > .active-form { width: 1fr; }
+        .task-meta { padding-left: 2; color: $text-muted; }
+        #task-help { display: none; color: $text-muted; margin-top: 1; }
+        &:focus-within #task-help { display: block; }
+        &.-empty #task-progress { display: none; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.tasks: tuple[Task, ...] = ()
+        self.border_title = "Tasks"
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="task-progress-label", markup=False)
+        yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="task-progress")
+        yield Static("No tasks yet", id="task-empty", markup=False)
+        yield TaskListView(id="task-list")
+        yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add")
+        yield Static("a add · space tick · d delete · J/K move", id="task-help", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#task-add").display = False
+        self._show_counts()
+
+    @property
+    def list_view(self) -> TaskListView:
+        return self.query_one(TaskListView)
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for t in self.tasks if t.status == "completed")
+
+    async def show(self, tasks: Sequence[Task]) -> None:
+        """Draw a new state of the list, keeping the highlight on the same task."""
+        view = self.list_view
+        current = view.highlighted_child
+        keep = current.task_value.id if isinstance(current, TaskItem) else None
+        position = view.index or 0
+        self.tasks = tuple(tasks)
+        await view.clear()
+        await view.extend(TaskItem(t, self.tasks) for t in self.tasks)
+        ids = [t.id for t in self.tasks]
+        if self.tasks:  # the same task, or (it was deleted) the one now in its place
+            view.index = ids.index(keep) if keep in ids else min(position, len(ids) - 1)
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        total, done = len(self.tasks), self.completed
+        self.set_class(total == 0, "-empty")
+        label = self.query_one("#task-progress-label", Static)
+        label.update(f"({done}/{total} completed)" if total else "")
+        bar = self.query_one("#task-progress", ProgressBar)
+        bar.update(total=max(total, 1), progress=done)
+        self.query_one("#task-empty").display = total == 0
+
+    def open_add(self) -> None:
+        add = self.query_one("#task-add", Input)
+        add.display = True
+        add.focus()
+
+    def _close_add(self) -> None:
+        add = self.query_one("#task-add", Input)
+        add.value = ""
+        add.display = False
+        self.list_view.focus()
+
+    @on(Input.Submitted, "#task-add")
+    def _submit_add(self, event: Input.Submitted) -> None:
+        event.stop()
+        subject = event.value.strip()
+        self._close_add()
+        if subject:
+            self.post_message(self.Add(subject))
+
+    def action_cancel_add(self) -> None:
+        self._close_add()
