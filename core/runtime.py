@@ -36,7 +36,10 @@ class LazyModel:
 
     @property
     def name(self) -> str:
-        return self.config.model
+        spec = self.config.model
+        if spec.startswith("script:"):  # the script's path is noise in a status line
+            return "script:" + Path(spec.removeprefix("script:")).name
+        return spec
 
     def get(self) -> ChatModel:
         if self._model is None:

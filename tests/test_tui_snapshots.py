@@ -7,6 +7,7 @@ blink), fixed startup notices, token counts and clock, a copy of the bundled dem
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -57,6 +58,8 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
 def demo(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     project = tmp_path / "demo_project"
     shutil.copytree(EXAMPLES / "demo_project", project, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in project.iterdir():  # Glob orders by mtime; a checkout's mtimes are arbitrary
+        os.utime(path, (1_700_000_000, 1_700_000_000))
     script = json.loads((EXAMPLES / "demo_script.json").read_text(encoding="utf-8"))
     return project, script
 

@@ -16,34 +16,28 @@ WELCOME = """\
 todo-agent is a terminal coding agent that **stays on plan**: the model keeps a task list,
 you watch it in the panel, and nobody loses track.
 
+**Just looking?** Run `todo-agent --demo`: a scripted session on a small demo project, with a
+task list, an edit and a command that ask for your approval. Offline, no key needed.
+
 No model is configured yet. Pick one, then start `todo-agent` again.
 
 ## OpenAI
 
 ```
 export OPENAI_API_KEY=sk-...
-todo-agent                    # or: todo-agent --model gpt-4.1
+todo-agent                    # default model gpt-4o-mini; or --model NAME
 ```
 
-## A local server (any OpenAI-compatible endpoint)
+## A local server (any OpenAI-compatible endpoint with tool calls)
 
 | Server | Start it | Then |
 |---|---|---|
 | Ollama | `ollama serve` | `todo-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder` |
-| vLLM | `vllm serve MODEL` | `todo-agent --base-url http://localhost:8000/v1 --model MODEL` |
-| llama.cpp | `llama-server -m model.gguf --port 8080` | `todo-agent --base-url http://localhost:8080/v1` |
+| vLLM | `vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes` | `todo-agent --base-url http://localhost:8000/v1 --model MODEL` |
+| llama.cpp | `llama-server -m model.gguf --jinja --port 8080` | `todo-agent --base-url http://localhost:8080/v1` |
 
 `OPENAI_BASE_URL` and `TODO_AGENT_MODEL` work too, and so do `model` / `base_url` in
 `.todo-agent/settings.toml`.
-
-## Just looking?
-
-```
-todo-agent --demo
-```
-
-runs a scripted session on a small demo project: a real multi-step run with tasks, an
-edit and a command that asks for your approval. It works offline, with no key.
 """
 
 
