@@ -48,8 +48,10 @@ def main() -> None:
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     times = [r["elapsed"] for r in results]
     openai_loaded = any(r["openai"] for r in results)
-    print(f"first frame: median {statistics.median(times) * 1000:.0f} ms over {args.runs} runs "
-          f"(imports + app build + first paint); openai imported before it: {openai_loaded}")
+    print(
+        f"first frame: median {statistics.median(times) * 1000:.0f} ms over {args.runs} runs "
+        f"(imports + app build + first paint); openai imported before it: {openai_loaded}"
+    )
 
 
 if __name__ == "__main__":

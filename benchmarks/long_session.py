@@ -76,8 +76,10 @@ async def measure(exchanges: int) -> None:
                 await pilot.pause()
                 typing.append(time.perf_counter() - t)
     messages = exchanges * 4
-    print(f"{exchanges} exchanges ({messages} messages): resume {resume * 1000:.0f} ms, {widgets} widgets mounted, "
-          f"scroll step {statistics.median(scroll) * 1000:.0f} ms, key echo {statistics.median(typing) * 1000:.0f} ms")
+    print(
+        f"{exchanges} exchanges ({messages} messages): resume {resume * 1000:.0f} ms, {widgets} widgets mounted, "
+        f"scroll step {statistics.median(scroll) * 1000:.0f} ms, key echo {statistics.median(typing) * 1000:.0f} ms"
+    )
 
 
 def main() -> None:

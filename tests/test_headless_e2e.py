@@ -128,3 +128,23 @@ def test_version(workspace: Path) -> None:
 
     result = todo_agent(workspace, None, "--version")
     assert result.returncode == 0 and result.stdout.strip() == f"todo-agent {__version__}"
+
+
+def test_a_stream_cut_off_mid_answer_is_retried_and_never_taken_as_complete(workspace: Path) -> None:
+    responses = [
+        {"cut_off": True, "text": "The answer is forty"},
+        {"text": "The answer is 42.", "usage": None},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "what is it?", "--output-format", "stream-json")
+        requests = list(server.requests)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [line["type"] for line in lines]
+    assert result.returncode == 0, result.stderr
+    assert "ResponseDiscarded" in kinds and kinds.index("ResponseDiscarded") < kinds.index("AssistantMessage")
+    assert lines[-1]["result"] == "The answer is 42."
+    assert len(requests) == 2
+    # The cut-off text never entered history: the retry asked the same question again.
+    assert requests[1]["messages"] == requests[0]["messages"]
+    usage = next(line for line in lines if line["type"] == "Usage")
+    assert usage["estimated"] is True  # the server sent none

@@ -30,11 +30,12 @@ todo-agent                    # default model gpt-4o-mini; or --model NAME
 
 ## A local server (any OpenAI-compatible endpoint with tool calls)
 
-| Server | Start it | Then |
-|---|---|---|
-| Ollama | `ollama serve` | `todo-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder` |
-| vLLM | `vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes` | `todo-agent --base-url http://localhost:8000/v1 --model MODEL` |
-| llama.cpp | `llama-server -m model.gguf --jinja --port 8080` | `todo-agent --base-url http://localhost:8080/v1` |
+- **Ollama**: `ollama serve`, then
+  `todo-agent --base-url http://localhost:11434/v1 --model qwen2.5-coder`
+- **vLLM**: `vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes`, then
+  `todo-agent --base-url http://localhost:8000/v1 --model MODEL`
+- **llama.cpp**: `llama-server -m model.gguf --jinja --port 8080`, then
+  `todo-agent --base-url http://localhost:8080/v1`
 
 `OPENAI_BASE_URL` and `TODO_AGENT_MODEL` work too, and so do `model` / `base_url` in
 `.todo-agent/settings.toml`.
