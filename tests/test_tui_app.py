@@ -328,7 +328,9 @@ async def test_slash_commands(workspace: Path, tmp_path: Path) -> None:
         await pilot.pause()
         assert notices(app)[-1] == "model: script:test"
         await send(pilot, f"/model script:{script}")
-        await wait_until(pilot, lambda: screen.runtime.model_name == f"script:{script}")
+        # The status line names a script by its file name; the config keeps the full spec.
+        await wait_until(pilot, lambda: screen.runtime.config.model == f"script:{script}")
+        assert screen.runtime.model_name == f"script:{script.name}"
         await send(pilot, "/help")
         await pilot.pause()
         help_entry = screen.conversation.entries[-1]
