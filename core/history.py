@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from .model import Message
 
-CANCELLED = "cancelled: the call did not run (the turn was interrupted)"
+CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
 
 def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:

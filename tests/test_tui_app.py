@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 from tui_helpers import (
     SIZE,
     GatedModel,
@@ -106,6 +106,18 @@ async def test_approval_yes_runs_the_command(workspace: Path) -> None:
     (tool,) = tools(entries)
     assert (tool.status, tool.output.strip()) == ("ok", "hi")
     model.assert_complete()
+
+
+async def test_the_status_line_says_it_waits_for_the_person(workspace: Path) -> None:
+    app = make_app(workspace, [bash_step("echo hi"), "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "say hi")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        activity = main_screen(app).status.query_one("#status-activity", Static)
+        assert str(activity.render()).startswith("waiting for your approval · Bash")
+        await pilot.press("1")
+        await turn_done(pilot)
+        assert str(activity.render()) == "ready"
 
 
 async def test_approval_y_is_yes_too(workspace: Path) -> None:

@@ -15,7 +15,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from todo_agent.core.model import ChatModel
-from todo_agent.core.permissions import ApprovalRequest
+from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
 
@@ -98,7 +98,17 @@ class TodoAgentApp(App[int]):
 
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
         screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
-        self.push_screen(screen, callback=resolve)
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        status = main.status if main is not None else None
+        if status is not None:  # the clock keeps running, but the wait is the person's, not the tool's
+            status.set_waiting(request.tool)
+
+        def answered(answer: ApprovalAnswer | None) -> None:
+            if status is not None:
+                status.set_waiting(None)
+            resolve(answer)
+
+        self.push_screen(screen, callback=answered)
 
         def close() -> None:
             if screen in self.screen_stack:

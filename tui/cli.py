@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = run(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the turn has already repaired and saved its history
+        print("todo-agent: interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)
 

@@ -66,6 +66,7 @@ class StatusLine(Horizontal):
         self._started = 0.0
         self._timer: Timer | None = None
         self._activity = "ready"
+        self._waiting: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Spinner()
@@ -101,8 +102,14 @@ class StatusLine(Horizontal):
         self._activity = text
         self._show_activity()
 
+    def set_waiting(self, tool: str | None) -> None:
+        """While an approval is open, say so: it wins over whatever the turn reports."""
+        self._waiting = f"waiting for your approval · {tool}" if tool else None
+        if self.is_attached:
+            self._show_activity()
+
     def _show_activity(self) -> None:
-        text = self._activity
+        text = self._waiting or self._activity
         if self.busy:
             elapsed = format_seconds(time.monotonic() - self._started) if self._timer is not None else "0s"
             text = f"{text} · {elapsed} · esc to interrupt"
