@@ -166,10 +166,13 @@ class BatchRunner:
         if approver is None or item.tool is None:
             return None
         preview, kind = self._preview(item)
+        # The model's own words for why (Bash's `description`) say more than the shortened command.
+        description = item.args.get("description")
+        summary = description.strip() if isinstance(description, str) and description.strip() else ""
         request = ApprovalRequest(
             tool=item.tool.name,
             arguments=item.args,
-            summary=self._started(item).summary,
+            summary=summary or self._started(item).summary,
             preview=preview,
             preview_kind=kind,
             outside_workspace=outside,

@@ -7,7 +7,9 @@ batch. History is valid for the API after every step: each assistant tool call g
 
 Interrupting (`Agent.interrupt()`) cancels whatever the turn awaits (model stream,
 approval, tools; a running Bash is killed with its process group); the turn then
-repairs history and ends with `TurnEnd("interrupted")`.
+repairs history and ends with `TurnEnd("interrupted")`. It does so by cancelling the
+task that iterates the turn, so iterate it in a task that awaits nothing else between
+events (the TUI pumps it into a queue: `tui/turns.py`).
 """
 
 from __future__ import annotations

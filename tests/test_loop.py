@@ -456,3 +456,25 @@ async def test_edit_approval_shows_a_unified_diff(workspace: Path) -> None:
     assert asked[0].preview_kind == "diff"
     assert "-x = 1" in asked[0].preview and "+x = 2" in asked[0].preview
     assert (workspace / "a.py").read_text() == "x = 2\n"
+
+
+async def test_approval_summary_prefers_the_models_description(workspace: Path) -> None:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> str:
+        return "ran"
+
+    shell = Tool("Bash", "runs", object_schema({"command": {"type": "string"}}), run, "execute", lambda a: a["command"])
+    approve, asked = approver_answering(ApprovalAnswer("yes"), ApprovalAnswer("yes"))
+    steps = [
+        {"tool_calls": [call("Bash", {"command": "pytest -q", "description": "Run the tests"})]},
+        {"tool_calls": [call("Bash", {"command": "ls"})]},
+        {"text": "ok"},
+    ]
+    agent = Agent(
+        model=ScriptedModel.from_data(steps), tools=[shell], workspace=workspace,
+        permissions=PermissionPolicy(workspace), system_prompt="", approver=approve,
+    )  # fmt: skip
+    await collect(agent, "go")
+    assert [(r.summary, r.preview, r.preview_kind) for r in asked] == [
+        ("Run the tests", "pytest -q", "command"),
+        ("ls", "ls", "command"),
+    ]
