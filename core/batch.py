@@ -45,7 +45,9 @@ class Prepared:
 
     @property
     def concurrent(self) -> bool:
-        return self.error is None and self.tool is not None and self.tool.read_only and self.allowed
+        # Only file/search reads overlap. Task tools run in order, so a TaskList after a
+        # TaskCreate in the same response sees the new task.
+        return self.error is None and self.tool is not None and self.tool.kind == "read" and self.allowed
 
 
 Status = Literal["ok", "error", "denied", "cancelled"]
@@ -165,7 +167,7 @@ class BatchRunner:
         approver = self.agent.approver
         if approver is None or item.tool is None:
             return None
-        preview, kind = self._preview(item)
+        preview, kind = await self._preview(item)
         # The model's own words for why (Bash's `description`) say more than the shortened command.
         description = item.args.get("description")
         summary = description.strip() if isinstance(description, str) and description.strip() else ""
@@ -184,10 +186,10 @@ class BatchRunner:
     def _suggested_rule(self, item: Prepared) -> str:
         return self.agent.permissions.suggest_rule(item.call.name, item.args)
 
-    def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
+    async def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
         if item.tool is not None and item.tool.preview is not None:
-            try:
-                return item.tool.preview(item.args, self._context(item)), "diff"
+            try:  # a diff of a big file takes a while: keep the event loop (and the UI) free
+                return await asyncio.to_thread(item.tool.preview, item.args, self._context(item)), "diff"
             except Exception as exc:  # a preview must never block the approval itself
                 return f"(no preview: {exc})", "text"
         if item.call.name == "Bash":
@@ -223,7 +225,7 @@ class BatchRunner:
 
     def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
         self.answered.add(item.call.id)
-        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": outcome.output})
+        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": outcome.output}, outcome.status)
         return ToolFinished(
             item.call.id,
             item.call.name,

@@ -26,3 +26,37 @@ def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:
 def missing_replies(history: Sequence[Message], text: str = CANCELLED) -> list[Message]:
     """`tool` replies that make the history valid again (for cancellations and crashes)."""
     return [{"role": "tool", "tool_call_id": call_id, "content": text} for call_id in unanswered_tool_calls(history)]
+
+
+def repair_history(history: Sequence[Message]) -> tuple[list[Message], list[str]]:
+    """A copy of `history` that the API accepts, and what was changed to get there.
+
+    Every assistant tool call gets a reply right after its message (missing ones are
+    answered `cancelled`); `tool` messages that answer no pending call (orphans left by
+    a damaged file, duplicates) are dropped. Used when a session is loaded.
+    """
+    repaired: list[Message] = []
+    notes: list[str] = []
+    pending: list[str] = []
+
+    def close_pending() -> None:
+        if pending:
+            notes.append(f"{len(pending)} tool call(s) had no result; marked cancelled")
+            repaired.extend({"role": "tool", "tool_call_id": call_id, "content": CANCELLED} for call_id in pending)
+            pending.clear()
+
+    for message in history:
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in pending:
+                pending.remove(call_id)
+                repaired.append(message)
+            else:
+                notes.append(f"dropped a tool result that answers no pending call ({call_id!r})")
+            continue
+        close_pending()
+        repaired.append(message)
+        if message.get("role") == "assistant":
+            pending.extend(str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict))
+    close_pending()
+    return repaired, notes

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from .model import ChatModel, Message, ModelError, ModelResponse, ScriptError, T
 from .permissions import Approver, PermissionPolicy
 from .session import Session
 from .tools.base import Tool
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -163,11 +166,17 @@ class Agent:
                     yield Error(exc.message)
                     return
                 if self._partial:
+                    self._partial = ""  # void: an interrupt during the wait must not save it
                     yield ResponseDiscarded(exc.message, attempt)
                 yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
                 await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
             except ScriptError as exc:
                 yield Error(str(exc))
+                return
+            except Exception as exc:  # a model client bug or output nobody foresaw: end the turn, keep the session
+                log.exception("model stream failed")
+                self._partial = ""
+                yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
 
     def _record_assistant(self, response: ModelResponse) -> list[ToolCall]:
@@ -197,9 +206,10 @@ class Agent:
 
     # --- helpers --------------------------------------------------------------------
 
-    def append(self, message: Message) -> None:
+    def append(self, message: Message, status: str | None = None) -> None:
+        """Add to history (and the session file). `status` is how a tool call ended."""
         if self.session is not None:
-            self.session.append(message)
+            self.session.append(message, status)
         else:
             self.history.append(message)
 
@@ -209,7 +219,7 @@ class Agent:
             self.append({"role": "assistant", "content": self._partial + "\n\n[interrupted by the user]"})
             self._partial = ""
         for message in missing_replies(self.history):
-            self.append(message)
+            self.append(message, "cancelled")
 
     def _finish_interrupted(self) -> list[Event]:
         events: list[Event] = []

@@ -42,14 +42,21 @@ class OpenAIChatModel:
         timeout: float = 600,
     ) -> None:
         self._model = model
-        self._client = openai.AsyncOpenAI(
+        try:
+            self._client = self._make_client(base_url, api_key, max_retries, timeout)
+        except Exception as exc:  # the SDK raises its HTTP library's own errors for a bad URL
+            raise ModelError(f"cannot use base URL {base_url!r}: {exc}") from exc
+        self._send_stream_options = True
+        self._generated_ids = 0
+
+    @staticmethod
+    def _make_client(base_url: str | None, api_key: str | None, max_retries: int, timeout: float) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",  # local servers take any key; the SDK insists on one
             max_retries=max_retries,
             timeout=openai.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT)),
         )
-        self._send_stream_options = True
-        self._generated_ids = 0
 
     @property
     def name(self) -> str:
@@ -171,9 +178,10 @@ class _Assembler:
                 continue  # only the first choice is ever asked for
             delta = choice.delta
             if delta is not None:
-                if delta.content:
-                    deltas.append(delta.content)
-                    self.text.append(delta.content)
+                text = _as_text(delta.content)
+                if text:
+                    deltas.append(text)
+                    self.text.append(text)
                 for piece in delta.tool_calls or ():
                     self._add(piece)
             if choice.finish_reason:
@@ -196,10 +204,13 @@ class _Assembler:
         if function is None:
             return
         # Names may come in pieces; a server that repeats the whole name must not double it.
-        if function.name and function.name != call.name:
-            call.name += function.name
+        name = _as_text(function.name)
+        if name and name != call.name:
+            call.name += name
         if function.arguments:
-            call.arguments += function.arguments
+            arguments: object = function.arguments
+            # Some servers send the arguments as an object rather than JSON text.
+            call.arguments += arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
     def finish(self, new_id: Callable[[], str]) -> ModelResponse:
         """The complete response; `new_id()` names calls that came without an id."""
@@ -219,6 +230,15 @@ class _Assembler:
             finish_reason=self.finish_reason,
             usage=self.usage,
         )
+
+
+def _as_text(value: object) -> str:
+    """Delta text as some servers send it: a string, null, or a list of content parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return ""
 
 
 def _usage(usage: CompletionUsage) -> ModelUsage:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .history import missing_replies
+from .history import CANCELLED, repair_history
 from .model import Message
 
 HEADER_TYPE = "session"
@@ -59,6 +59,11 @@ class Session:
     path: Path
     messages: list[Message] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tool_status: dict[str, str] = field(default_factory=dict)
+    """tool_call_id → ok | error | denied | cancelled, for rebuilding the conversation.
+
+    Kept beside the message in the JSONL record, not in the message itself, because
+    strict servers reject unknown keys in API messages."""
     _handle: IO[str] | None = field(default=None, repr=False)
 
     @property
@@ -91,11 +96,13 @@ class Session:
                 f.truncate(len(raw) - len(lines[-1]))
         for number, line in enumerate(lines[:-1], start=1):
             session._load_line(number, line)
-        repair = missing_replies(session.messages)
-        if repair:
-            session.warnings.append(f"{len(repair)} tool call(s) had no result (session cut off); marked cancelled")
-            for message in repair:
-                session.append(message)
+        repaired, notes = repair_history(session.messages)
+        if notes:
+            # A damaged or cut-off transcript would make every later request fail; fix the
+            # file itself (atomically), so the repair is made once, not on every load.
+            session.warnings.append(f"session {session.id} repaired: " + "; ".join(dict.fromkeys(notes)))
+            session.messages = repaired
+            session._rewrite(lines[0] if _is_header(lines[0]) else b"")
         return session
 
     def _load_line(self, number: int, line: bytes) -> None:
@@ -107,11 +114,37 @@ class Session:
             self.warnings.append(f"skipped unreadable line {number} in session {self.id}")
             return
         if isinstance(record, dict) and record.get("type") == "message" and isinstance(record.get("message"), dict):
-            self.messages.append(record["message"])
+            message = record["message"]
+            self.messages.append(message)
+            if isinstance(record.get("status"), str) and message.get("role") == "tool":
+                self.tool_status[str(message.get("tool_call_id"))] = record["status"]
 
-    def append(self, message: Message) -> None:
+    def append(self, message: Message, status: str | None = None) -> None:
+        """Add a message; `status` (tool replies only) says how the call ended."""
         self.messages.append(message)
-        self._write_line({"type": "message", "message": message})
+        record: dict[str, Any] = {"type": "message", "message": message}
+        if status is not None and message.get("role") == "tool":
+            self.tool_status[str(message.get("tool_call_id"))] = status
+            record["status"] = status
+        self._write_line(record)
+
+    def _rewrite(self, header: bytes) -> None:
+        """Replace the file with the header and the current messages: temp file, fsync, rename."""
+        self.close()
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with tmp.open("wb") as f:
+            f.write(header.rstrip(b"\n") + b"\n" if header.strip() else b"")
+            for message in self.messages:
+                record: dict[str, Any] = {"type": "message", "message": message}
+                call_id = str(message.get("tool_call_id"))
+                if message.get("role") == "tool":
+                    status = self.tool_status.get(call_id) or ("cancelled" if message["content"] == CANCELLED else None)
+                    if status:
+                        record["status"] = self.tool_status.setdefault(call_id, status)
+                f.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
 
     def _write_line(self, record: dict[str, Any]) -> None:
         if self._handle is None or self._handle.closed:
@@ -123,6 +156,14 @@ class Session:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+def _is_header(line: bytes) -> bool:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(record, dict) and record.get("type") == HEADER_TYPE
 
 
 def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo]:

@@ -118,7 +118,9 @@ def test_configuration_errors_are_one_line_without_traceback(workspace: Path, tm
     assert unknown.returncode == 1 and "not found" in unknown.stderr
     missing_script = todo_agent(workspace, None, "-p", "hi", "--model", f"script:{tmp_path / 'none.json'}")
     assert missing_script.returncode == 2 and "cannot read script" in missing_script.stderr
-    for result in (no_model, unreachable, auth, unknown, missing_script):
+    bad_url = todo_agent(workspace, "http://[::1", "-p", "hi")
+    assert bad_url.returncode == 2 and "cannot use base URL" in bad_url.stderr
+    for result in (no_model, unreachable, auth, unknown, missing_script, bad_url):
         assert "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 

@@ -478,3 +478,72 @@ async def test_approval_summary_prefers_the_models_description(workspace: Path) 
         ("Run the tests", "pytest -q", "command"),
         ("ls", "ls", "command"),
     ]
+
+
+class BrokenModel:
+    """A model client that fails in a way nobody foresaw."""
+
+    name = "broken"
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        yield "par"
+        raise KeyError("choices")
+
+
+async def test_an_unforeseen_model_failure_ends_the_turn_not_the_session(workspace: Path) -> None:
+    agent = Agent(
+        model=BrokenModel(), tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt=""
+    )
+    events = await collect(agent, "go")
+    assert kinds(events) == ["TextDelta", "Error", "TurnEnd"]
+    assert isinstance(events[1], Error) and "could not be read (KeyError" in events[1].message
+    assert agent.history == [{"role": "user", "content": "go"}]  # nothing half-read was kept
+
+
+class AlwaysCutOff:
+    """Every response is cut off part-way, so a retry wait always follows."""
+
+    name = "always-cut-off"
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        yield "The answer is fo"
+        raise ModelError("cut off", retryable=True)
+
+
+async def test_interrupt_during_the_retry_wait_keeps_no_discarded_text(workspace: Path) -> None:
+    model = AlwaysCutOff()
+    agent = Agent(
+        model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="",
+        options=AgentOptions(retry_delay=30),
+    )  # fmt: skip
+    events: list[Event] = []
+    async with aclosing(agent.run_turn("go")) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ResponseDiscarded):
+                agent.interrupt()
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "interrupted"
+    assert agent.history == [{"role": "user", "content": "go"}]
+
+
+async def test_task_tools_in_one_response_run_in_order(workspace: Path) -> None:
+    from todo_agent.core.tasks import TaskStore
+    from todo_agent.core.tools.tasks import TASK_TOOLS_V2
+
+    steps = [
+        {
+            "tool_calls": [
+                call("TaskCreate", {"subject": "first"}),
+                call("TaskList", {}),
+                call("TaskGet", {"taskId": "1"}),
+            ]
+        },
+        {"text": "ok"},
+    ]
+    agent = Agent(
+        model=ScriptedModel.from_data(steps), tools=TASK_TOOLS_V2, workspace=workspace,
+        permissions=PermissionPolicy(workspace), system_prompt="", extras={"tasks": TaskStore.load(None)},
+    )  # fmt: skip
+    events = await collect(agent, "go")
+    listing, got = [e.output for e in events if isinstance(e, ToolFinished)][1:]
+    assert "first" in listing and "first" in got and not got.startswith("Error")

@@ -435,3 +435,22 @@ async def test_run_as_a_process(make_model: MakeModel, tmp_path: Path) -> None:
     saved = json.loads(record.read_text(encoding="utf-8"))
     assert saved["violations"] == [] and saved["unused"] == 0
     assert saved["requests"][0]["messages"] == USER
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]})
+
+
+async def test_arguments_sent_as_an_object_and_content_as_parts(make_model: MakeModel) -> None:
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "Read", "arguments": {"file_path": "a"}}}
+    events = [
+        _chunk({"role": "assistant", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]}),
+        _chunk({"tool_calls": [call]}),
+        _chunk({}, "tool_calls"),
+        "[DONE]",
+    ]
+    async with FakeOpenAIServer([{"raw_events": events}]) as server:
+        items, response = await collect(make_model(server.base_url))
+    assert items == ["hi there"] and response.content == "hi there"
+    assert json.loads(response.tool_calls[0].arguments) == {"file_path": "a"}

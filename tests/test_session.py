@@ -87,3 +87,37 @@ def test_data_root_follows_todo_agent_home(workspace: Path, isolated_home: Path)
     session = Session.create(workspace)
     assert str(session.path).startswith(str(isolated_home / "todo-agent"))
     assert session.tasks_path.name == f"{session.id}.tasks.json"
+
+
+def test_a_damaged_middle_is_repaired_once_and_the_file_fixed(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.append({"role": "user", "content": "go"})
+    calls = [{"id": i, "type": "function", "function": {"name": "Read", "arguments": "{}"}} for i in ("a", "b")]
+    session.append({"role": "assistant", "content": None, "tool_calls": calls})
+    session.append({"role": "tool", "tool_call_id": "a", "content": "A"}, "ok")
+    session.append({"role": "tool", "tool_call_id": "b", "content": "B"}, "error")
+    session.append({"role": "assistant", "content": "done"})
+    session.close()
+    lines = session.path.read_text().splitlines()
+    lines[4] = "{garbled"  # the reply to "b"
+    lines.insert(5, json.dumps({"type": "message", "message": {"role": "tool", "tool_call_id": "zz", "content": "?"}}))
+    session.path.write_text("\n".join(lines) + "\n")
+
+    reopened = Session.open(session.path)
+    roles = [(m["role"], m.get("tool_call_id")) for m in reopened.messages]
+    assert roles == [("user", None), ("assistant", None), ("tool", "a"), ("tool", "b"), ("assistant", None)]
+    assert reopened.messages[3]["content"] == CANCELLED
+    assert reopened.tool_status == {"a": "ok", "b": "cancelled"}
+    assert any("repaired" in w for w in reopened.warnings)
+    reopened.close()
+    again = Session.open(session.path)  # the file itself was fixed: no second repair
+    assert again.messages == reopened.messages and not any("repaired" in w for w in again.warnings)
+    assert json.loads(session.path.read_text().splitlines()[0])["type"] == "session"
+
+
+def test_tool_status_is_kept_beside_the_message(workspace: Path) -> None:
+    session = Session.create(workspace)
+    session.append({"role": "tool", "tool_call_id": "x", "content": "boom"}, "error")
+    session.close()
+    record = json.loads(session.path.read_text().splitlines()[1])
+    assert record["status"] == "error" and "status" not in record["message"]

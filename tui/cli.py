@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_print(config: Config, args: argparse.Namespace) -> int:
     from todo_agent.core.headless import run_headless
-    from todo_agent.core.model import ScriptError
+    from todo_agent.core.model import ModelError, ScriptError
     from todo_agent.core.runtime import Runtime
 
     if not config.has_model:
@@ -97,6 +97,8 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
     try:
         runtime = Runtime.create(config, resume=args.resume, continue_latest=args.continue_latest)
         runtime.warm_up()
+    except ModelError as exc:
+        return fail(exc.message)
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
