@@ -184,6 +184,35 @@ async def test_background_job_with_redirected_output_does_not_block(ctx: ToolCon
         os.kill(pid, signal.SIGKILL)
 
 
+async def test_background_job_holding_the_output_does_not_block(ctx: ToolContext, workspace: Path) -> None:
+    # The job inherits the output pipe; the call still ends when the shell does.
+    started = asyncio.get_running_loop().time()
+    result = await run({"command": "echo started; sleep 300 & echo $! > bg.pid", "timeout": 20}, ctx)
+    elapsed = asyncio.get_running_loop().time() - started
+    pid = read_pid(workspace / "bg.pid")
+    assert pid is not None
+    try:
+        assert result == ToolResult("started")
+        assert elapsed < 5
+        assert alive(pid)  # not killed: only a timeout or an interrupt kills the group
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+async def test_background_job_keeps_the_shells_exit_code(ctx: ToolContext, workspace: Path) -> None:
+    result = await run({"command": "sleep 300 & echo $! > bg.pid; echo failing; exit 3", "timeout": 20}, ctx)
+    pid = read_pid(workspace / "bg.pid")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert result == ToolResult("failing\nExit code 3", is_error=True)
+
+
+async def test_output_written_just_before_exit_is_kept(ctx: ToolContext) -> None:
+    # A child still flushing as the shell exits: read on after the exit, until EOF.
+    result = await run({"command": "(sleep 0.2; echo late) & echo early", "timeout": 20}, ctx)
+    assert result == ToolResult("early\nlate")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -211,7 +240,11 @@ async def test_timeout_default_and_clamp(ctx: ToolContext, monkeypatch: pytest.M
     await BASH.run({"command": "ls", "timeout": "30"}, ctx)
     await BASH.run({"command": "ls", "timeout": 9_000_000}, ctx)
     await BASH.run({"command": "ls", "timeout": 600}, ctx)
-    assert seen == [120, 100, 30, 600, 600]
+    await BASH.run({"command": "ls", "timeout": 900}, ctx)  # seconds past the limit: clamped
+    await BASH.run({"command": "ls", "timeout": 999}, ctx)
+    await BASH.run({"command": "ls", "timeout": 1000}, ctx)  # from 1000 on: milliseconds
+    await BASH.run({"command": "ls", "timeout": 120_000}, ctx)
+    assert seen == [120, 100, 30, 600, 600, 600, 600, 1, 120]
 
 
 async def test_missing_workspace_is_a_tool_error(tmp_path: Path) -> None:

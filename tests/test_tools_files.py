@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +240,110 @@ async def test_edit_missing_file_and_binary_file(ctx: ToolContext, workspace: Pa
         await EDIT.run({"file_path": "data.bin", "old_string": "a", "new_string": "b"}, ctx)
 
 
+# --- writes are all or nothing ------------------------------------------------------
+
+# Runs a tool in a child process whose file-size limit stands in for a full disk or a
+# quota: writes past 20 KB fail with EFBIG ("File too large") instead of ENOSPC.
+_FULL_DISK_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, resource, signal, sys
+    from pathlib import Path
+    from todo_agent.core.context import ToolContext
+    from todo_agent.core.tools.base import ToolError
+    from todo_agent.core.tools.files import EDIT, WRITE
+
+    workspace, tool, args = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+    try:
+        print(asyncio.run({"Edit": EDIT, "Write": WRITE}[tool].run(args, ToolContext("c", workspace))))
+    except ToolError as exc:
+        print("ToolError:", exc)
+    """
+)
+
+
+def run_with_full_disk(workspace: Path, tool: str, args: dict[str, Any]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_SCRIPT, str(workspace), tool, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("Edit", {"file_path": "main.py", "old_string": "line_0 = 0\n", "new_string": "line_0 = 'zero'\n"}),
+        ("Write", {"file_path": "main.py", "content": "x = 1\n" * 5000}),
+    ],
+)
+def test_failed_write_leaves_the_original_intact(workspace: Path, tool: str, args: dict[str, Any]) -> None:
+    original = "".join(f"line_{i} = {i}\n" for i in range(2000)).encode()  # ~30 KB, past the limit
+    (workspace / "main.py").write_bytes(original)
+    out = run_with_full_disk(workspace, tool, args)
+    assert out == "ToolError: Cannot write main.py: File too large; the file was left unchanged"
+    assert (workspace / "main.py").read_bytes() == original
+    assert sorted(p.name for p in workspace.iterdir()) == ["main.py"]  # no temporary file left
+
+
+def test_failed_write_of_a_new_file_leaves_nothing(workspace: Path) -> None:
+    out = run_with_full_disk(workspace, "Write", {"file_path": "big.txt", "content": "x" * 30_000})
+    assert out == "ToolError: Cannot write big.txt: File too large; nothing was written"
+    assert list(workspace.iterdir()) == []
+
+
+async def test_write_and_edit_keep_the_file_mode(ctx: ToolContext, workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("echo one\n")
+    script.chmod(0o751)
+    await run(EDIT, {"file_path": "run.sh", "old_string": "one", "new_string": "two"}, ctx)
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    await run(WRITE, {"file_path": "run.sh", "content": "echo three\n"}, ctx)
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    assert script.read_text() == "echo three\n"
+
+
+async def test_new_file_gets_the_usual_mode(ctx: ToolContext, workspace: Path) -> None:
+    old_mask = os.umask(0o027)
+    try:
+        await run(WRITE, {"file_path": "new.txt", "content": "x"}, ctx)
+    finally:
+        os.umask(old_mask)
+    # What a plain create gives (0o666 less the umask), not the private 0o600 of a temp file.
+    assert stat.S_IMODE((workspace / "new.txt").stat().st_mode) == 0o640
+
+
+async def test_write_and_edit_go_through_a_symlink(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "real").mkdir()
+    target = workspace / "real" / "config.toml"
+    target.write_text("a = 1\n")
+    link = workspace / "config.toml"
+    link.symlink_to("real/config.toml")
+    await run(EDIT, {"file_path": "config.toml", "old_string": "a = 1", "new_string": "a = 2"}, ctx)
+    assert link.is_symlink() and target.read_text() == "a = 2\n"
+    await run(WRITE, {"file_path": "config.toml", "content": "b = 3\n"}, ctx)
+    assert link.is_symlink() and target.read_text() == "b = 3\n"
+    assert sorted(p.name for p in (workspace / "real").iterdir()) == ["config.toml"]
+
+
+async def test_read_only_file_is_still_refused(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = workspace / "locked.txt"
+    locked.write_text("keep\n")
+    locked.chmod(0o444)
+    if os.geteuid() == 0:  # root may write anything; answer as os.access would for a normal user
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: mode != os.W_OK and real_access(path, mode, **kw))
+    with pytest.raises(ToolError, match="Permission denied"):
+        await WRITE.run({"file_path": "locked.txt", "content": "x"}, ctx)
+    assert locked.read_text() == "keep\n"
+
+
 # --- preview_edit -------------------------------------------------------------------
 
 
@@ -287,3 +398,22 @@ async def test_preview_outside_workspace_uses_absolute_path(ctx: ToolContext, tm
 async def test_preview_never_raises(ctx: ToolContext, workspace: Path, args: dict[str, Any]) -> None:
     (workspace / "p.py").write_text("same\n")
     assert preview_edit(args, ctx).startswith("(cannot preview: ")
+
+
+async def test_preview_of_a_huge_change_is_a_quick_summary(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "data.csv").write_text("".join(f"row {i},{i * 7 % 13}\n" for i in range(60_000)))
+    new = "".join(f"row {i},{i * 5 % 11}\n" for i in range(60_000))
+    started = time.monotonic()
+    assert preview_edit({"file_path": "data.csv", "content": new}, ctx) == (
+        "(file too large to preview: 60000 lines → 60000 lines)"
+    )
+    edit = {"file_path": "data.csv", "old_string": "row 0,0\n", "new_string": "row 0,1\nextra\n"}
+    assert preview_edit(edit, ctx) == "(file too large to preview: 60000 lines → 60001 lines)"
+    assert time.monotonic() - started < 2  # a full diff took over 10 s
+
+
+async def test_preview_of_writing_over_a_huge_file_does_not_diff_it(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "blob.txt").write_text(("x" * 999 + "\n") * 3000)  # 3 MB in few lines
+    assert preview_edit({"file_path": "blob.txt", "content": "small\n"}, ctx) == (
+        "(file too large to preview: 3000 lines → 1 line)"
+    )

@@ -1,7 +1,8 @@
 """The Bash tool: one shell command in its own process group, output capped, killable.
 
 The command runs in a new session, so a timeout or an interrupt can kill everything it
-started (pipelines, background jobs, test runners' workers), not just the shell.
+started (pipelines, background jobs, test runners' workers), not just the shell. A
+command that finishes normally leaves its background jobs running.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import asyncio
 import contextlib
 import os
 import signal
-from asyncio.subprocess import DEVNULL, PIPE, STDOUT, Process
+from asyncio.subprocess import DEVNULL, STDOUT, Process
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +21,15 @@ from .base import Tool, ToolError, ToolResult, load_description, object_schema, 
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
+_MILLISECONDS_FROM = 1000
+"""Timeouts this large are milliseconds; smaller ones are seconds."""
 HEAD_BYTES = 15_000
 TAIL_BYTES = 15_000
 _CHUNK = 65_536
 _KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL: long enough for a test runner to clean up."""
+_OUTPUT_GRACE = 0.5
+"""Seconds to keep reading after the shell has exited, for output still in the pipe."""
 
 # Plain, uncoloured, non-paging output: nobody is at a terminal to press `q`.
 _ENV_OVERRIDES = {"TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat"}
@@ -63,16 +69,25 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _drain_and_wait(proc: Process, seconds: float) -> None:
-    """Wait up to `seconds` for the group to let go of the pipe and the shell to exit.
+@dataclass
+class _Shell:
+    """The running shell and the read end of its combined stdout/stderr.
 
-    Keeps reading meanwhile: with a full pipe buffer asyncio would never see the exit.
+    The pipe is ours, not asyncio's: asyncio's `Process.wait()` waits for its pipes to
+    close as well, which a background job (`cmd &`) holding them can put off for ever.
     """
-    assert proc.stdout is not None
+
+    proc: Process
+    output: asyncio.StreamReader
+    pipe: asyncio.ReadTransport
+
+    def close(self) -> None:
+        self.pipe.close()
+
+
+async def _wait(proc: Process, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
-            while await proc.stdout.read(_CHUNK):
-                pass
             await proc.wait()
 
 
@@ -80,31 +95,48 @@ async def _kill_group(proc: Process) -> None:
     """SIGTERM the command's whole process group, then SIGKILL whatever is left."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
-        await _drain_and_wait(proc, _KILL_GRACE)
+        await _wait(proc, _KILL_GRACE)
     finally:
         # Also runs when a second interrupt cuts the grace short: nothing may survive.
         _signal_group(proc.pid, signal.SIGKILL)
-    await _drain_and_wait(proc, _KILL_GRACE)
+    await _wait(proc, _KILL_GRACE)
 
 
-async def _spawn(command: str, cwd: Path) -> Process:
+async def _spawn(command: str, cwd: Path) -> _Shell:
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()
+    output = asyncio.StreamReader()
     try:
-        return await asyncio.create_subprocess_exec(
+        pipe, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(output), os.fdopen(read_fd, "rb", buffering=0)
+        )
+    except BaseException:
+        os.close(write_fd)
+        raise
+    try:
+        proc = await asyncio.create_subprocess_exec(
             "/bin/bash",
             "-c",
             command,
             cwd=cwd,
             env={**os.environ, **_ENV_OVERRIDES},
             stdin=DEVNULL,
-            stdout=PIPE,
+            stdout=write_fd,
             stderr=STDOUT,
             start_new_session=True,
         )
-    except OSError as exc:
-        raise ToolError(f"Cannot start /bin/bash in {cwd}: {exc.strerror or exc}") from exc
+    except BaseException as exc:
+        pipe.close()
+        if isinstance(exc, OSError):
+            raise ToolError(f"Cannot start /bin/bash in {cwd}: {exc.strerror or exc}") from exc
+        raise
+    finally:
+        # The command holds the write end now; EOF comes when it and its children let go.
+        os.close(write_fd)
+    return _Shell(proc, output, pipe)
 
 
-async def _start(command: str, cwd: Path) -> Process:
+async def _start(command: str, cwd: Path) -> _Shell:
     """Spawn the shell. Starting takes several event-loop steps, and the shell may already
     be running when an interrupt arrives; finish starting it then, so its group can be
     killed (asyncio's own clean-up would kill the shell alone and orphan its children)."""
@@ -113,8 +145,16 @@ async def _start(command: str, cwd: Path) -> Process:
         return await asyncio.shield(spawning)
     except asyncio.CancelledError:
         with contextlib.suppress(ToolError):
-            await _kill_group(await spawning)
+            shell = await spawning
+            shell.close()
+            await _kill_group(shell.proc)
         raise
+
+
+async def _read_into(stream: asyncio.StreamReader, output: CappedOutput) -> None:
+    # Read as it arrives: the pipe never fills and memory stays bounded.
+    while chunk := await stream.read(_CHUNK):
+        output.feed(chunk)
 
 
 def _exit_note(code: int) -> str:
@@ -133,24 +173,34 @@ def _with_note(output: str, note: str) -> str:
 
 
 async def run_command(command: str, cwd: Path, time_limit: float) -> ToolResult:
-    """Run `command` with bash in its own process group and collect capped output."""
-    proc = await _start(command, cwd)
-    assert proc.stdout is not None
+    """Run `command` with bash in its own process group and collect capped output.
+
+    Returns when the shell exits. Background jobs it started keep running, and what they
+    write after the short grace is not collected.
+    """
+    shell = await _start(command, cwd)
+    proc = shell.proc
     output = CappedOutput()
+    reading = asyncio.ensure_future(_read_into(shell.output, output))
     try:
-        async with asyncio.timeout(time_limit):
-            # Read as it arrives: the pipe never fills and memory stays bounded.
-            while chunk := await proc.stdout.read(_CHUNK):
-                output.feed(chunk)
-            code = await proc.wait()
-    except TimeoutError:
-        await _kill_group(proc)
-        note = f"Command timed out after {time_limit:g} s; it and everything it started were killed."
-        return ToolResult(_with_note(output.text(), note), is_error=True)
-    except BaseException:
-        # Interrupted (CancelledError) or anything unexpected: never leave the group running.
-        await _kill_group(proc)
-        raise
+        try:
+            async with asyncio.timeout(time_limit):
+                code = await proc.wait()
+        except TimeoutError:
+            await _kill_group(proc)
+            await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
+            note = f"Command timed out after {time_limit:g} s; it and everything it started were killed."
+            return ToolResult(_with_note(output.text(), note), is_error=True)
+        except BaseException:
+            # Interrupted (CancelledError) or anything unexpected: never leave the group running.
+            await _kill_group(proc)
+            raise
+        # Output still in the pipe arrives just after the exit; a background job holding
+        # the pipe open would make waiting for EOF wait for the job.
+        await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
+    finally:
+        reading.cancel()
+        shell.close()
     if code != 0:
         return ToolResult(_with_note(output.text(), _exit_note(code)), is_error=True)
     return ToolResult(output.text().rstrip("\n") or "(no output)")
@@ -161,11 +211,11 @@ async def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not command.strip():
         raise ToolError("parameter 'command' is blank")
     timeout = optional_int(args, "timeout", minimum=1) or DEFAULT_TIMEOUT
-    if timeout > MAX_TIMEOUT:
-        # Models trained on Claude Code send milliseconds (120000); anything past the
-        # limit as seconds is read that way, then clamped rather than refused.
-        timeout = max(1, round(timeout / 1000))
-    timeout = min(timeout, MAX_TIMEOUT)
+    if timeout >= _MILLISECONDS_FROM:
+        # Models trained on Claude Code send milliseconds (120000); nobody means 1000 s+
+        # when the limit is 600, so such values are read that way.
+        timeout = round(timeout / 1000)
+    timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
     return await run_command(command, ctx.workspace, timeout)
 
 
@@ -177,8 +227,8 @@ BASH = Tool(
             "command": {"type": "string", "description": "The shell command to run (bash -c)."},
             "timeout": {
                 "type": "integer",
-                "description": f"Timeout in seconds (default {DEFAULT_TIMEOUT}, max {MAX_TIMEOUT}; "
-                "larger values are read as milliseconds).",
+                "description": f"Timeout in seconds (default {DEFAULT_TIMEOUT}, max {MAX_TIMEOUT}); "
+                f"values of {_MILLISECONDS_FROM} or more are read as milliseconds.",
             },
             "description": {
                 "type": "string",

@@ -8,10 +8,12 @@ untouched. All disk work runs in a worker thread so a big file never blocks the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,9 @@ BINARY_SAMPLE = 8192
 _SNIPPET_CONTEXT = 4
 _SNIPPET_MAX_LINES = 30
 _PREVIEW_MAX_LINES = 2000
+# difflib is quadratic at worst: past these sizes (either side) the preview is a summary.
+_PREVIEW_INPUT_MAX_CHARS = 2_000_000
+_PREVIEW_INPUT_MAX_LINES = 20_000
 _PATH_HINT = " (absolute, or relative to the workspace)"
 
 
@@ -171,6 +176,59 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
+def _umask() -> int:
+    try:  # Linux shows it without changing it; os.umask() sets it for every thread
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _replace_file(path: Path, shown: str, data: bytes) -> None:
+    """Give the file at `path` the content `data`, all at once.
+
+    Writing in place truncates first, so a full disk or a quota would leave the file cut
+    short. Instead the data goes to a temporary file beside it, which then replaces the
+    original in one rename; on any failure the original is untouched.
+    """
+    # Through a symlink to its target, so the link stays a link.
+    target = Path(os.path.realpath(path))
+    try:
+        mode: int | None = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+    # The rename needs only a writable directory; keep refusing a file we may not write.
+    if mode is not None and not os.access(target, os.W_OK):
+        raise ToolError(f"Cannot write {shown}: Permission denied")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes the file private (0600); give it the original's mode, or for a
+        # new file the mode a plain create would have.
+        os.chmod(temp, mode if mode is not None else 0o666 & ~_umask())
+        os.replace(temp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            unchanged = "the file was left unchanged" if mode is not None else "nothing was written"
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
+        raise
+
+
 def _write_file(path: Path, shown: str, content: str) -> bool:
     """Write `content` exactly (no newline translation); True if the file existed."""
     existed = _regular_file_exists(path, shown)
@@ -178,11 +236,7 @@ def _write_file(path: Path, shown: str, content: str) -> bool:
         data = content.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise ToolError("content contains characters that cannot be written as UTF-8") from exc
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+    _replace_file(path, shown, data)
     return existed
 
 
@@ -309,11 +363,7 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
         data = change.after.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise ToolError("new_string contains characters that cannot be written as UTF-8") from exc
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+    _replace_file(path, shown, data)
     if change.created:
         return f"Created {shown} ({_plural(_line_count(change.after), 'line')}). Snippet:\n{change.snippet}"
     count = _plural(change.replacements, "replacement")
@@ -335,9 +385,20 @@ def _split_keep_newlines(text: str) -> list[str]:
     return [*lines, parts[-1]] if parts[-1] else lines
 
 
+def _too_big_to_diff(text: str) -> bool:
+    return len(text) > _PREVIEW_INPUT_MAX_CHARS or text.count("\n") > _PREVIEW_INPUT_MAX_LINES
+
+
+def _too_big_note(before_lines: int, after: str) -> str:
+    sizes = f"{_plural(before_lines, 'line')} → {_plural(_line_count(after), 'line')}"
+    return f"(file too large to preview: {sizes})"
+
+
 def _unified_diff(before: str, after: str, shown: str) -> str:
     if before == after:
         return "(no changes)"
+    if _too_big_to_diff(before) or _too_big_to_diff(after):
+        return _too_big_note(_line_count(before), after)
     # Inside the workspace git-style a/ b/ prefixes; outside, the absolute path itself.
     old_label, new_label = (shown, shown) if Path(shown).is_absolute() else (f"a/{shown}", f"b/{shown}")
     out: list[str] = []
@@ -353,12 +414,21 @@ def _unified_diff(before: str, after: str, shown: str) -> str:
     return printable("".join(out).rstrip("\n"))
 
 
+def _count_lines(path: Path) -> int:
+    lines, last = 0, b"\n"
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
 def preview_edit(args: dict[str, Any], ctx: ToolContext) -> str:
     """The unified diff Edit (args with `old_string`) or Write (args with `content`) would
     make, for the approval prompt; a short note instead when it cannot be computed.
 
     Never raises. Reads the file synchronously: callers on the event loop may want
-    `asyncio.to_thread`.
+    `asyncio.to_thread`. Past a size limit it gives a one-line summary, not a diff.
     """
     try:
         if "old_string" in args:
@@ -367,6 +437,9 @@ def preview_edit(args: dict[str, Any], ctx: ToolContext) -> str:
         path = path_arg(args, ctx)
         shown = display_path(path, ctx)
         content = require_str(args, "content", allow_empty=True)
+        if _regular_file_exists(path, shown) and path.stat().st_size > _PREVIEW_INPUT_MAX_CHARS:
+            # Write never reads the old file; do not load a huge one just to say it is huge.
+            return _too_big_note(_count_lines(path), content)
         return _unified_diff(_read_for_edit(path, shown) or "", content, shown)
     except ToolError as exc:
         return f"(cannot preview: {exc})"
