@@ -110,6 +110,8 @@ class Runtime:
         if self.history:
             notices.append(Notice(f"resumed session {self.session.id} ({len(self.history)} messages)"))
         notices += [Notice(w, "warning") for w in (*self.config.warnings, *self.session.warnings)]
+        if self.config.project_allow:  # a cloned repository's rules: say what they let through
+            notices.append(Notice("project settings allow: " + ", ".join(self.config.project_allow), "warning"))
         if self.store.warning:
             notices.append(Notice(self.store.warning, "warning"))
         return notices

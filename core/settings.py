@@ -2,8 +2,14 @@
 
 Precedence, highest first: command-line flags, environment variables, the project file
 `.todo-agent/settings.toml`, the user file `<config dir>/todo-agent/settings.toml`, defaults.
+`[permissions]` lists add up across the two files instead of replacing each other.
 A broken settings file never stops the program: it is reported (path, line, what is
 wrong) and ignored as a whole, so a half-read file cannot half-apply.
+
+A project file arrives with a cloned repository, so it is trusted less: it cannot set
+`permission_mode = "bypassPermissions"`, `base_url` or `api_key_env` (each ignored with a
+warning: the last two could send the user's key to a server the repository chose), and
+the allow rules it brings still apply but are listed at start-up (`Runtime.startup_notices`).
 """
 
 from __future__ import annotations
@@ -79,29 +85,85 @@ def _check(key: str, value: Any) -> str | None:
     return check(value) if check else None
 
 
-def _check_rules(permissions: dict[str, Any]) -> str | None:
-    for list_name in ("allow", "deny"):
-        for rule in permissions.get(list_name, []):
+def _check_permissions(permissions: dict[str, Any]) -> str | None:
+    for list_name, rules in permissions.items():
+        if list_name not in ("allow", "deny"):
+            return f"[permissions] unknown key '{list_name}' (known: allow, deny)"
+        if not _is_str_list(rules):
+            return f"[permissions] {list_name} must be a list of strings"
+        for rule in rules:
             try:
-                Rule.parse(str(rule))
+                Rule.parse(rule)
             except ValueError as exc:
                 return f"[permissions] {list_name}: {exc}"
     return None
+
+
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "TaskCreated",
+    "TaskCompleted",
+    "PreCompact",
+)
+
+
+def _check_hooks(hooks: dict[str, Any]) -> str | None:
+    """`[[hooks.<Event>]]` tables with `command` (required), `matcher` and `timeout`."""
+    for event, entries in hooks.items():
+        if event not in HOOK_EVENTS:
+            return f"[hooks] unknown event '{event}' (known: {', '.join(HOOK_EVENTS)})"
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            return f"[hooks] {event} must be a list of tables ([[hooks.{event}]])"
+        for entry in entries:
+            if problem := _check_hook(event, entry):
+                return problem
+    return None
+
+
+def _check_hook(event: str, entry: dict[str, Any]) -> str | None:
+    where = f"[[hooks.{event}]]"
+    if unknown := sorted(set(entry) - {"matcher", "command", "timeout"}):
+        return f"{where} unknown key '{unknown[0]}' (known: command, matcher, timeout)"
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return f"{where} command must be a non-empty string"
+    if not isinstance(entry.get("matcher", ""), str):
+        return f"{where} matcher must be a string"
+    timeout = entry.get("timeout", 1)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        return f"{where} timeout must be a number of seconds > 0"
+    return None
+
+
+def _check_ui(ui: dict[str, Any]) -> str | None:
+    for key, value in ui.items():
+        if key != "task_panel":
+            return f"[ui] unknown key '{key}' (known: task_panel)"
+        if value not in ("right", "bottom", "hidden"):  # a non-string is never one of these
+            return '[ui] task_panel must be "right", "bottom" or "hidden"'
+    return None
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 def _when(ok: Callable[[Any], bool], message: str) -> Callable[[Any], str | None]:
     return lambda value: None if ok(value) else message
 
 
+# Run after the type check, so each sees the type `_SCHEMA` names.
 _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "tasks": _when(lambda v: v in ("v1", "v2"), '\'tasks\' must be "v1" or "v2"'),
     "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
     "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
-    "ui": _when(
-        lambda v: v.get("task_panel", "right") in ("right", "bottom", "hidden"),
-        '[ui] task_panel must be "right", "bottom" or "hidden"',
-    ),
-    "permissions": _check_rules,
+    "ui": _check_ui,
+    "permissions": _check_permissions,
+    "hooks": _check_hooks,
 }
 
 
@@ -122,6 +184,8 @@ class Config:
     task_panel: PanelPlace = "right"
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
+    project_allow: list[str] = field(default_factory=list)
+    """The allow rules that came from the project file (listed at start-up)."""
     hooks: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
@@ -148,17 +212,16 @@ def load_config(
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     config = Config(workspace=workspace.resolve(), tasks_version="v1" if headless else "v2")
     merged: dict[str, Any] = {}
-    for path in (user_settings_path(), project_settings_path(workspace)):
+    project = project_settings_path(workspace)
+    for path in (user_settings_path(), project):
         try:
             data = read_settings_file(path)
         except SettingsError as exc:
             config.warnings.append(f"settings ignored: {exc}")
             continue
-        for key, value in data.items():
-            if key == "permissions" and isinstance(merged.get(key), dict):
-                merged[key] = {**merged[key], **value}
-            else:
-                merged[key] = value
+        if path == project:
+            _restrict_project_settings(config, path, data)
+        _merge(merged, data)
     _apply_settings(config, merged)
     key_env = config.api_key_env
     config.api_key = env.get(key_env) or None
@@ -171,6 +234,37 @@ def load_config(
     return config
 
 
+def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any]) -> None:
+    """A project file comes with whatever repository was cloned: it may not switch
+    approvals off or redirect the API key, and the allow rules it brings are shown at start-up."""
+    if data.get("permission_mode") == "bypassPermissions":
+        del data["permission_mode"]
+        config.warnings.append(
+            f'{path}: permission_mode = "bypassPermissions" ignored: a project file cannot turn approvals off '
+            "(use --permission-mode or the user settings file)"
+        )
+    for key in ("base_url", "api_key_env"):
+        # Pointing the client elsewhere, or at another variable, could send the user's key
+        # to a server the repository chose.
+        if key in data:
+            del data[key]
+            config.warnings.append(f"{path}: '{key}' ignored: set it in the user settings file or with a flag")
+    config.project_allow = list(data.get("permissions", {}).get("allow", []))
+
+
+def _merge(merged: dict[str, Any], data: dict[str, Any]) -> None:
+    """Later files win key by key, except rule lists, which add up: a project file may
+    add allow and deny rules but cannot drop the user's deny rules."""
+    for key, value in data.items():
+        if key == "permissions":
+            earlier = merged.get(key, {})
+            merged[key] = {
+                name: list(dict.fromkeys([*earlier.get(name, []), *value.get(name, [])])) for name in ("allow", "deny")
+            }
+        else:
+            merged[key] = value
+
+
 def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.model = data.get("model", config.model)
     config.base_url = data.get("base_url", config.base_url)
@@ -181,7 +275,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.context_window = data.get("context_window", config.context_window)
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
     permissions = data.get("permissions", {})
-    config.allow = [str(r) for r in permissions.get("allow", [])]
-    config.deny = [str(r) for r in permissions.get("deny", [])]
+    config.allow = list(permissions.get("allow", []))
+    config.deny = list(permissions.get("deny", []))
     config.hooks = data.get("hooks", {})
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)

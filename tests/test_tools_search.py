@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -267,3 +269,69 @@ async def test_grep_falls_back_to_python_when_ripgrep_fails(
     make(workspace, {"a.txt": "needle\n"})
     assert await run(GREP, {"pattern": "needle"}, ctx) == "a.txt:1:needle"
     assert log.exists()  # rg really was tried first
+
+
+# --- staying inside what was approved -----------------------------------------------
+
+
+def secret_outside(tmp_path: Path, workspace: Path) -> Path:
+    """A file outside the workspace, linked from inside it (file and directory links)."""
+    secret = tmp_path / "outside" / "secret.txt"
+    make(secret.parent, {"secret.txt": "API_TOKEN=hunter2\n"})
+    (workspace / "link.txt").symlink_to(secret)
+    (workspace / "linkdir").symlink_to(secret.parent)
+    make(workspace, {"own.txt": "API_TOKEN=placeholder\n"})
+    return secret
+
+
+async def test_grep_does_not_follow_links_out_of_the_workspace(
+    ctx: ToolContext, workspace: Path, tmp_path: Path, engine: str
+) -> None:
+    secret_outside(tmp_path, workspace)
+    assert await run(GREP, {"pattern": "TOKEN"}, ctx) == "own.txt:1:API_TOKEN=placeholder"
+    assert await run(GREP, {"pattern": "TOKEN", "glob": "*.txt"}, ctx) == "own.txt:1:API_TOKEN=placeholder"
+
+
+async def test_grep_link_inside_the_workspace_is_still_searched(ctx: ToolContext, workspace: Path, engine: str) -> None:
+    make(workspace, {"real/a.txt": "needle\n"})
+    (workspace / "alias.txt").symlink_to(workspace / "real" / "a.txt")
+    # rg never follows links; the Python walk may, as long as the link stays inside.
+    assert "real/a.txt:1:needle" in (await run(GREP, {"pattern": "needle"}, ctx)).split("\n")
+
+
+async def test_grep_outside_path_that_was_approved_is_searched(
+    ctx: ToolContext, workspace: Path, tmp_path: Path, engine: str
+) -> None:
+    secret = secret_outside(tmp_path, workspace)
+    assert await run(GREP, {"pattern": "TOKEN", "path": str(secret.parent)}, ctx) == (f"{secret}:1:API_TOKEN=hunter2")
+
+
+async def test_glob_does_not_list_links_out_of_the_workspace(ctx: ToolContext, workspace: Path, tmp_path: Path) -> None:
+    secret_outside(tmp_path, workspace)
+    assert await run(GLOB, {"pattern": "**/*.txt"}, ctx) == "own.txt"
+    assert await run(GLOB, {"pattern": "*.txt", "path": str(tmp_path / "outside")}, ctx) == str(
+        tmp_path / "outside" / "secret.txt"
+    )
+
+
+async def test_ripgrep_rows_outside_the_workspace_are_dropped(
+    ctx: ToolContext, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = f"{tmp_path}/secret.txt\\x00" + "1:hit\\n" + f"{workspace}/a.txt\\x00" + "2:hit\\n"
+    log = fake_rg(tmp_path, monkeypatch, f"sys.stdout.write('{rows}')")
+    assert await run(GREP, {"pattern": "hit"}, ctx) == "a.txt:2:hit"
+    assert "--no-follow" in log.read_text().split("\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+async def test_grep_skips_fifos_instead_of_hanging(ctx: ToolContext, workspace: Path, engine: str) -> None:
+    make(workspace, {"a.txt": "hello\n"})
+    fifo = workspace / "events.pipe"
+    os.mkfifo(fifo)
+    try:
+        assert await asyncio.wait_for(run(GREP, {"pattern": "hello"}, ctx), 10) == "a.txt:1:hello"
+        with pytest.raises(ToolError, match=r"events\.pipe is not a regular file or a directory"):
+            await asyncio.wait_for(GREP.run({"pattern": "hello", "path": "events.pipe"}, ctx), 10)
+    finally:  # on a regression, release a reader stuck in open() so the test run can end
+        with contextlib.suppress(OSError):  # ENXIO: no reader waiting, nothing stuck
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))

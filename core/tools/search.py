@@ -3,17 +3,24 @@
 Both skip the directories nobody means to search (VCS data, dependencies, caches).
 Grep uses ripgrep when it is installed and a Python walk otherwise; the Python walk
 is also the fallback when ripgrep rejects a pattern that Python's `re` accepts.
+
+Neither reports a file that resolves (through a symlink) outside the workspace when the
+search started inside it: the permission check approved the searched path, not wherever
+its links point. Grep reads regular files only: a FIFO would block forever, a device
+(`/dev/zero`) never ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..context import ToolContext
 from .base import Tool, ToolError, load_description, object_schema, require_str, short
@@ -140,7 +147,25 @@ def _search_root(args: dict[str, Any], ctx: ToolContext) -> Path:
     return root
 
 
-def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None) -> list[tuple[float, str]]:
+def _boundary(root: Path, ctx: ToolContext) -> Path:
+    """Where results may resolve to: the workspace when `root` is inside it, else `root`
+    itself (a search outside was approved for that directory, not for its links)."""
+    real_root = Path(os.path.realpath(root))
+    real_workspace = Path(os.path.realpath(ctx.workspace))
+    return real_workspace if real_root.is_relative_to(real_workspace) else real_root
+
+
+def _within(path: str | Path, boundary: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(boundary)
+
+
+def _links_out(path: str | Path, boundary: Path) -> bool:
+    """For walk entries: the walk does not descend into linked directories, so only an
+    entry that is itself a symlink can lead outside (one lstat for the rest)."""
+    return os.path.islink(path) and not _within(path, boundary)
+
+
+def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None, boundary: Path) -> list[tuple[float, str]]:
     """(mtime, path) of every file under `root` whose relative path matches."""
     found: list[tuple[float, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -151,6 +176,8 @@ def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None) -> li
         for name in filenames:
             if regex.match(prefix + name):
                 full = os.path.join(dirpath, name)
+                if _links_out(full, boundary):
+                    continue
                 try:
                     found.append((os.stat(full).st_mtime, full))
                 except OSError:  # vanished, or a dangling symlink
@@ -167,7 +194,8 @@ async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     prefix, rest = _split_literal_prefix(pattern)
     # Without `**` a pattern reaches a fixed depth; no need to walk below it.
     max_depth = None if "**" in rest else rest.count("/")
-    found = await asyncio.to_thread(_find_files, base / prefix, glob_regex(rest), max_depth)
+    root = base / prefix
+    found = await asyncio.to_thread(_find_files, root, glob_regex(rest), max_depth, _boundary(root, ctx))
     if not found:
         return "No files found"
     lines = [display_path(Path(full), ctx) for _, full in found[:MAX_FILES]]
@@ -199,16 +227,22 @@ GLOB = Tool(
 
 
 class _Matches:
-    """`path:line:text` rows, refusing more once the match or byte cap is reached."""
+    """`path:line:text` rows, refusing more once the match or byte cap is reached.
 
-    def __init__(self, show: Callable[[str], str]) -> None:
+    Rows for paths `keep` refuses (outside the search boundary) are dropped silently.
+    """
+
+    def __init__(self, show: Callable[[str], str], keep: Callable[[str], bool]) -> None:
         self.rows: list[str] = []
         self.capped = False
         self._size = 0
         self._show = show
+        self._keep = functools.lru_cache(maxsize=256)(keep)  # rg repeats a path per match
 
     def add(self, path: str, line_no: int, text: str) -> bool:
         """Record one match; False once full (the caller stops searching)."""
+        if not self._keep(path):
+            return True
         text = text.rstrip("\r\n")
         if len(text) > MAX_MATCH_CHARS:
             text = text[:MAX_MATCH_CHARS] + " … [line cut]"
@@ -221,7 +255,7 @@ class _Matches:
         return True
 
 
-def _candidate_files(target: Path, file_glob: str | None) -> Iterator[Path]:
+def _candidate_files(target: Path, file_glob: str | None, boundary: Path) -> Iterator[Path]:
     if target.is_file():
         yield target
         return
@@ -233,14 +267,37 @@ def _candidate_files(target: Path, file_glob: str | None) -> Iterator[Path]:
         rel_dir = os.path.relpath(dirpath, target)
         for name in sorted(filenames):
             rel = name if by_name or rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            if matcher is None or matcher.match(rel):
+            if (matcher is None or matcher.match(rel)) and not _links_out(Path(dirpath, name), boundary):
                 yield Path(dirpath, name)
+
+
+def _open_regular(file: Path) -> IO[bytes] | None:
+    """Open `file` for reading if it is a regular file, else None.
+
+    Non-blocking, then checked on the open descriptor: `open()` of a FIFO blocks until a
+    writer appears, and a file swapped for one between a check and the open must not hang us.
+    (O_NONBLOCK changes nothing for the regular files we go on to read.)
+    """
+    if not stat.S_ISREG(os.stat(file).st_mode):
+        return None
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def _search_file(regex: re.Pattern[str], file: Path, matches: _Matches) -> bool:
     """Search one file; False once `matches` is full. Binary and unreadable files are skipped."""
     try:
-        with file.open("rb") as f:
+        opened = _open_regular(file)
+        if opened is None:
+            return True
+        with opened as f:
             if looks_binary(f.read(BINARY_SAMPLE)):
                 return True
             f.seek(0)
@@ -254,8 +311,10 @@ def _search_file(regex: re.Pattern[str], file: Path, matches: _Matches) -> bool:
     return True
 
 
-def _python_grep(regex: re.Pattern[str], target: Path, file_glob: str | None, matches: _Matches) -> None:
-    for file in _candidate_files(target, file_glob):
+def _python_grep(
+    regex: re.Pattern[str], target: Path, file_glob: str | None, boundary: Path, matches: _Matches
+) -> None:
+    for file in _candidate_files(target, file_glob, boundary):
         if not _search_file(regex, file, matches):
             return
 
@@ -266,6 +325,9 @@ def _rg_argv(rg: str, pattern: str, target: Path, file_glob: str | None) -> list
     argv += ["--hidden", "--sort", "path", "--max-columns", str(MAX_MATCH_CHARS), "--max-columns-preview"]
     # `--crlf` so `$` and `\s` see lines without their "\r", as the Python walk does.
     argv += ["--crlf"]
+    # Never follow symlinks (rg's default, said out loud so it stays): a link may point
+    # outside the workspace. Rows are filtered by resolved path as well.
+    argv += ["--no-follow"]
     if file_glob:
         argv += ["--glob", file_glob]
     for name in sorted(SKIP_DIRS):  # later globs win, so these exclusions hold
@@ -325,18 +387,25 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
     target = _search_root(args, ctx)
+    if not (target.is_dir() or target.is_file()):  # reading a FIFO or a device never ends
+        raise ToolError(f"{display_path(target, ctx)} is not a regular file or a directory")
     file_glob = _optional_str(args, "glob")
     if file_glob:
         glob_regex(file_glob)  # a bad glob is the model's to fix, whichever engine runs
     rg = shutil.which("rg")  # looked up per call: installing rg mid-session just works
 
+    boundary = _boundary(target, ctx)
+
     def show(path: str) -> str:
         return display_path(Path(path), ctx)
 
-    matches = _Matches(show)
+    def keep(path: str) -> bool:
+        return _within(path, boundary)
+
+    matches = _Matches(show, keep)
     if not (rg and await _ripgrep(rg, pattern, target, file_glob, matches)):
-        matches = _Matches(show)
-        await asyncio.to_thread(_python_grep, regex, target, file_glob, matches)
+        matches = _Matches(show, keep)
+        await asyncio.to_thread(_python_grep, regex, target, file_glob, boundary, matches)
     if not matches.rows:
         return "No matches found"
     text = "\n".join(matches.rows)
