@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.widgets import OptionList, Static
 from tui_helpers import (
     SIZE,
@@ -16,6 +18,7 @@ from tui_helpers import (
     bash_step,
     main_screen,
     make_app,
+    screen_text,
     send,
     task_steps,
     turn_done,
@@ -27,12 +30,14 @@ from todo_agent.core.model import ScriptedModel
 from todo_agent.core.permissions import Rule
 from todo_agent.core.settings import Config
 from todo_agent.core.tasks import Task
-from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.app import DOUBLE_TAP, TodoAgentApp
+from todo_agent.tui.commands import looks_like_command
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.screens.welcome import WelcomeScreen
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
-from todo_agent.tui.widgets.task_panel import TaskItem
+from todo_agent.tui.widgets.prompt import PromptInput, SlashSuggestions
+from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel
 
 
 def _entries(where: TodoAgentApp | list[Entry]) -> list[Entry]:
@@ -530,7 +535,7 @@ async def test_interrupting_while_an_approval_waits_closes_it(workspace: Path) -
         await send(pilot, "run")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         screen = main_screen(app)
-        screen.action_interrupt()  # e.g. from the command palette
+        screen.interrupt()  # e.g. from the command palette
         await turn_done(pilot)
         assert app.screen is screen
         assert tools(app)[0].status == "cancelled"
@@ -578,3 +583,230 @@ async def test_pageup_scrolls_the_conversation_from_the_prompt(workspace: Path) 
         await wait_until(pilot, lambda: conversation.scroll_y < bottom)
         await pilot.press("pagedown", "pagedown")
         await wait_until(pilot, lambda: conversation.scroll_y == conversation.max_scroll_y)
+
+
+# --- reviewed defects -------------------------------------------------------------------
+
+
+def _two_calls() -> dict[str, object]:
+    return {
+        "tool_calls": [
+            {"id": "c1", "name": "Bash", "arguments": {"command": "echo one"}},
+            {"id": "c2", "name": "Bash", "arguments": {"command": "echo two"}},
+        ]
+    }
+
+
+async def test_a_double_tap_does_not_answer_the_next_approval(workspace: Path) -> None:
+    app = make_app(workspace, [_two_calls(), "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        first = app.screen
+        # Both typed before the second question exists (the loop was busy, say).
+        tap, again = events.Key("y", "y"), events.Key("y", "y")
+        app.post_message(tap)
+        app.post_message(again)
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
+        second = app.screen
+        assert isinstance(second, ApprovalScreen) and second.request.summary == "echo two"
+        # A human double tap: the same key a moment later, after the modal appeared.
+        late = events.Key("y", "y")
+        late.time = max(second.shown_at, tap.time) + 0.01
+        app.post_message(late)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen is second, "a key meant for the first question answered the second"
+        # Read and answered: a key typed once the double-tap window is over counts.
+        answer = events.Key("n", "n")
+        answer.time = max(second.shown_at, tap.time + DOUBLE_TAP) + 0.01
+        app.post_message(answer)
+        await turn_done(pilot)
+        assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "ok"), ("echo two", "denied")]
+
+
+async def test_keys_typed_after_the_modal_opened_still_answer_it(workspace: Path) -> None:
+    entries, _ = await _approval_run(workspace, ["2"], [bash_step("echo hi"), "done"])
+    assert tools(entries)[0].status == "ok"
+
+
+async def test_a_resumed_session_shows_failed_and_declined_calls(workspace: Path) -> None:
+    (workspace / "log.txt").write_text("Error: disk quota exceeded at 03:00\nretrying ok\n")
+    steps = [
+        {"tool_calls": [{"id": "r1", "name": "Read", "arguments": {"file_path": str(workspace / "log.txt")}}]},
+        bash_step("false", "b1"),
+        "ok",
+        bash_step("rm -rf build", "b2"),
+    ]
+    first = make_app(workspace, steps)
+    async with first.run_test(size=SIZE) as pilot:
+        await send(pilot, "look")
+        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen))
+        await pilot.press("y")
+        await turn_done(pilot)
+        await send(pilot, "next")
+        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen))
+        await pilot.press("n")
+        await turn_done(pilot)
+        live = [(t.name, t.status) for t in tools(first)]
+        session_id = main_screen(first).runtime.session.id
+    first.runtime.session.close()  # type: ignore[union-attr]
+    assert live == [("Read", "ok"), ("Bash", "error"), ("Bash", "denied")]
+
+    again = make_app(workspace, [], resume=session_id)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert [(t.name, t.status) for t in tools(again)] == live
+
+
+async def test_an_edit_and_a_stale_redraw_at_once_show_the_store(workspace: Path) -> None:
+    app = make_app(workspace, [*task_steps("First", "Second", "Third", start=None), "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "plan")
+        await turn_done(pilot)
+        store = screen.runtime.store
+        for status in ("completed", "pending", "in_progress", "completed"):
+            stale = store.snapshot()  # what a `TasksUpdated` still in flight carries
+            await asyncio.gather(
+                screen._task_status(TaskPanel.StatusChange("1", status)),  # the person's edit
+                screen.show_tasks(stale),
+            )
+            # Redraws that overlap, the event's (older than the store) last.
+            await asyncio.gather(screen.panel.show(store.snapshot()), screen.show_tasks(stale))
+            await pilot.pause()
+            shown = [(i.task_value.id, i.task_value.status) for i in screen.panel.query(TaskItem)]
+            assert shown == [(t.id, t.status) for t in screen.runtime.store.snapshot()]
+            assert shown[0] == ("1", status)
+
+
+async def test_history_walks_past_slash_commands(workspace: Path) -> None:
+    app = make_app(workspace, ["a1"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "first prompt")
+        await turn_done(pilot)
+        await send(pilot, "/todos")
+        await send(pilot, "/help")
+        await pilot.pause()
+        prompt = screen.query_one(PromptInput)
+        seen = []
+        for _ in range(3):
+            await pilot.press("up")
+            seen.append(prompt.text)
+            assert not screen.query_one(SlashSuggestions).display
+        assert seen == ["/help", "/todos", "first prompt"]
+        await pilot.press("down")
+        assert prompt.text == "/todos"
+        await pilot.press("enter")  # a recalled command runs as it is
+        await pilot.pause()
+        assert isinstance(screen.conversation.entries[-1], PlainEntry)
+
+
+def test_what_counts_as_a_mistyped_command() -> None:
+    assert looks_like_command("/compact") and looks_like_command(" /hlep ")
+    assert not looks_like_command("/tmp is full, please clean it")
+    assert not looks_like_command("/usr/lib")
+    assert not looks_like_command("/")
+    assert not looks_like_command("hello")
+
+
+async def test_a_prompt_that_starts_with_a_path_is_sent(workspace: Path) -> None:
+    app = make_app(workspace, ["cleaning", "listing"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "/tmp is full, please clean it")
+        await turn_done(pilot)
+        assert screen.conversation.entries[-2:] == [
+            UserEntry("/tmp is full, please clean it"),
+            AssistantEntry("cleaning"),
+        ]
+        await send(pilot, "/usr/lib")
+        await turn_done(pilot)
+        assert screen.conversation.entries[-1] == AssistantEntry("listing")
+        await send(pilot, "/compact")
+        await pilot.pause()
+        assert notices(app)[-1] == "Unknown command /compact; /help lists them."
+        assert not any("Unknown command /tmp" in n or "Unknown command /usr" in n for n in notices(app))
+
+
+async def test_ctrl_c_twice_quits_from_an_approval(workspace: Path) -> None:
+    app = make_app(workspace, [bash_step("echo hi"), "ok"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert "Press ctrl+c again to quit" in toasts(app)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_ctrl_c_still_copies_selected_text(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = main_screen(app).query_one(PromptInput)
+        prompt.focus()
+        prompt.text = "some draft"
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("shift+left", "shift+left", "ctrl+c")
+        await pilot.pause()
+        assert app.clipboard == "ft"
+        assert app.is_running and "Press ctrl+c again to quit" not in toasts(app)
+
+
+async def test_the_approval_shows_its_own_keys(workspace: Path) -> None:
+    app = make_app(workspace, [bash_step("echo hi"), "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "Always" in footer and "No, with feedback" in footer
+        assert "Interrupt" not in footer and "Tasks" not in footer
+        activity = str(main_screen(app).status.query_one("#status-activity", Static).render())
+        assert activity.endswith("esc = no") and "esc to interrupt" not in activity
+        await pilot.press("n")
+        await turn_done(pilot)
+
+
+async def test_escape_outside_the_prompt_goes_back_to_it(workspace: Path) -> None:
+    model = GatedModel()
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: screen.busy and bool(model.requests))
+        prompt = screen.query_one(PromptInput)
+        screen.focus_tasks()
+        await pilot.press("a")  # the add-task input
+        await pilot.press("escape")
+        assert prompt.has_focus and not screen.query_one("#task-add").display
+        screen.focus_tasks()
+        await pilot.press("escape")
+        assert prompt.has_focus
+        await pilot.pause()
+        assert screen.busy and not any("interrupted" in n for n in notices(app))
+        await pilot.press("escape")  # from the prompt: now it interrupts
+        await turn_done(pilot)
+        assert any("interrupted" in n for n in notices(app))
+
+
+async def test_a_failure_message_is_not_read_as_markup(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+
+        async def broken(prompt: str) -> AsyncIterator[Event]:
+            raise RuntimeError("bad [/bold] and [@click=app.quit]x[/]")
+            yield  # pragma: no cover - makes this an async generator
+
+        monkeypatch.setattr(screen.runtime.agent, "run_turn", broken)
+        await send(pilot, "go")
+        await turn_done(pilot)
+        await pilot.pause()
+        (toast,) = [n for n in app._notifications if "bad" in n.message]
+        assert not toast.markup
+        assert "[@click=app.quit]x[/]" in screen_text(app)
+        assert app.is_running

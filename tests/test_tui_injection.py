@@ -27,7 +27,6 @@ from tui_helpers import (
 )
 
 from todo_agent.core.events import Notice, TasksUpdated
-from todo_agent.core.tasks import Task
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.handler import EventHandler
 from todo_agent.tui.screens.approval import ApprovalScreen
@@ -98,16 +97,11 @@ async def test_task_subjects_and_active_forms(workspace: Path) -> None:
     app = make_app(workspace, [])
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        tasks = tuple(
-            Task(
-                str(n),
-                f"{literal}\x1b[2J",
-                activeForm=f"{literal}\x1b]0;title\x07",
-                status="in_progress" if n == 1 else "pending",
-            )
-            for n, literal in enumerate(LITERALS, start=1)
-        )
-        await EventHandler(screen).handle(TasksUpdated(tasks))
+        store = screen.runtime.store  # the panel draws the store's latest state
+        for literal in LITERALS:
+            await store.create(f"{literal}\x1b[2J", active_form=f"{literal}\x1b]0;title\x07")
+        await store.update("1", status="in_progress")
+        await EventHandler(screen).handle(TasksUpdated(store.snapshot()))
         await pilot.pause()
         assert_literal_on_screen(app)
         await send(pilot, "/todos")

@@ -162,7 +162,7 @@ def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: 
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = main_screen(pilot.app)  # type: ignore[arg-type]
         screen.place_panel("bottom")
-        await screen.show_tasks(tasks)
+        await screen.panel.show(tasks)  # synthetic stats; `show_tasks` draws the store
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)

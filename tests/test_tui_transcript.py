@@ -11,6 +11,7 @@ from todo_agent.tui.transcript import (
     ToolEntry,
     UserEntry,
     entries_from_history,
+    guess_status,
     output_summary,
     summarize_arguments,
 )
@@ -87,3 +88,37 @@ def test_slash_command_completion_and_parsing() -> None:
     assert parsed is not None and parsed[0].name == "/mode" and parsed[1] == "plan"
     assert parse("/nope") is None
     assert "/compact" not in {c.name for c in SLASH_COMMANDS}
+
+
+def _one_call(output: str) -> list[dict[str, object]]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call("t", "Bash", command="make")]},
+        {"role": "tool", "tool_call_id": "t", "content": output},
+    ]
+
+
+def test_a_recorded_status_wins_over_the_wording() -> None:
+    (entry,) = entries_from_history(_one_call("all fine"), status_of={"t": "error"}.get)
+    assert isinstance(entry, ToolEntry) and entry.status == "error"
+    (entry,) = entries_from_history(_one_call("Error: looks bad but was fine"), status_of={"t": "ok"}.get)
+    assert isinstance(entry, ToolEntry) and entry.status == "ok"
+    # Nothing recorded (a session saved before statuses were kept): the wording decides.
+    (entry,) = entries_from_history(_one_call("The user rejected this tool call."), status_of={}.get)
+    assert isinstance(entry, ToolEntry) and entry.status == "denied"
+
+
+def test_old_sessions_read_the_cores_wording() -> None:
+    assert guess_status("Error: unknown tool 'X'") == "error"
+    assert guess_status("denied: this call needs approval") == "denied"
+    assert guess_status("cancelled: the turn was interrupted before this call finished") == "cancelled"
+    assert guess_status("The user rejected this tool call and stopped the turn.") == "denied"
+    assert guess_status("The user rejected this tool call with feedback: use ./tmp") == "denied"
+    assert guess_status("compiling\nfailed\nExit code 2") == "error"
+    assert guess_status("Exit code 1") == "error"
+    assert guess_status("started\nExit code -9 (killed by SIGKILL)") == "error"
+    assert guess_status("partial\nCommand timed out after 120 s; it and everything it started were killed.") == "error"
+    # Output that merely mentions failure is a call that worked.
+    assert guess_status("error: this line is from a log file") == "ok"
+    assert guess_status("     1\tError: disk quota exceeded") == "ok"
+    assert guess_status("rejected patches: 0") == "ok"
+    assert guess_status("(no output)") == "ok"

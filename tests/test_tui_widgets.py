@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+
 from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widget import Widget
@@ -306,10 +309,27 @@ async def test_status_line_shows_model_mode_context_and_activity() -> None:
         assert "gpt-4o-mini" in text and "plan mode" in text and "ctx 12k/128k (9%)" in text
         assert "running Bash · 0s · esc to interrupt" in text
         assert status.query_one(Spinner).display
+        status.set_waiting("Bash")  # an approval is open: esc answers it, it does not interrupt
+        await pilot.pause()
+        assert "waiting for your approval · Bash · 0s · esc = no" in text_of(status)
+        assert "esc to interrupt" not in text_of(status)
+        status.set_waiting(None)
+        await pilot.pause()
+        assert "running Bash · 0s · esc to interrupt" in text_of(status)
         status.busy = False
         await pilot.pause()
         assert "esc to interrupt" not in text_of(status)
     assert context_label(950, None) == "950 tokens"
+
+
+async def test_overlapping_panel_redraws_draw_each_task_once() -> None:
+    panel = TaskPanel()
+    async with Host(panel).run_test(size=(60, 20)) as pilot:
+        older = tuple(replace(t, status="pending") for t in TASKS)
+        await asyncio.gather(panel.show(older), panel.show(TASKS), panel.show(TASKS))
+        await pilot.pause()
+        items = list(panel.query(TaskItem))
+        assert [i.task_value for i in items] == list(TASKS)  # three items, the last call's state
 
 
 async def test_notice_levels_and_plain_blocks_render() -> None:

@@ -11,8 +11,11 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from textual import events
+from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.widgets import Input, TextArea
 
 from todo_agent.core.model import ChatModel
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
@@ -27,6 +30,9 @@ from .screens.welcome import WelcomeScreen
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second ctrl+c quits."""
+DOUBLE_TAP = 0.25
+"""Seconds within which the key that answered one approval is not taken as the answer to
+the next: nobody reads a command that fast, so it is a double tap."""
 
 
 class TodoAgentApp(App[int]):
@@ -35,7 +41,17 @@ class TodoAgentApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", tooltip="Quit todo-agent", priority=True, id="quit"),
-        Binding("ctrl+c", "ctrl_c", "Quit (twice)", tooltip="Press twice to quit", show=False, id="quit-twice"),
+        # Priority, so it works on modal screens too (their copy binding would catch it);
+        # `action_ctrl_c` steps aside when there is selected text to copy.
+        Binding(
+            "ctrl+c",
+            "ctrl_c",
+            "Quit (twice)",
+            tooltip="Press twice to quit (copies instead when text is selected)",
+            show=False,
+            priority=True,
+            id="quit-twice",
+        ),
     ]
 
     def __init__(
@@ -58,6 +74,8 @@ class TodoAgentApp(App[int]):
         self.initial_prompt = initial_prompt
         self.pick_session = pick_session
         self._last_ctrl_c = -QUIT_WINDOW
+        self._approval_key: tuple[ApprovalScreen, str, float] | None = None
+        """The last key an approval modal got: the modal, the key, when it was typed."""
         if not animations:
             self.animation_level = "none"
 
@@ -96,6 +114,32 @@ class TodoAgentApp(App[int]):
     def on_unmount(self) -> None:
         self.broker.attach(None)
 
+    async def on_event(self, event: events.Event) -> None:
+        stack = self.screen_stack
+        screen = stack[-1] if stack else None
+        # Checked twice per key: as it arrives, and when it bubbles back from the focused
+        # widget to the app's bindings, by which time the next modal may be on top.
+        if (
+            isinstance(event, events.Key)
+            and isinstance(screen, ApprovalScreen)
+            and not self._is_priority_key(event.key)  # quitting always works
+        ):
+            if screen.predates(event) or self._double_tap(event, screen):
+                return  # meant for the previous question: this one was not on screen yet, or only just
+            if not event.is_forwarded:
+                self._approval_key = (screen, event.key, event.time)
+        await super().on_event(event)
+
+    def _double_tap(self, event: events.Key, screen: ApprovalScreen) -> bool:
+        """The same key again, right after it answered another approval."""
+        if self._approval_key is None:
+            return False
+        previous, key, typed = self._approval_key
+        return previous is not screen and key == event.key and event.time - typed < DOUBLE_TAP
+
+    def _is_priority_key(self, key: str) -> bool:
+        return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))
+
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
         screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
@@ -118,12 +162,22 @@ class TodoAgentApp(App[int]):
         return close
 
     def action_ctrl_c(self) -> None:
+        if self._has_selection():
+            raise SkipAction()  # let the focused widget's or the screen's copy binding have it
         now = time.monotonic()
         if now - self._last_ctrl_c <= QUIT_WINDOW:
             self.exit(0)
             return
         self._last_ctrl_c = now
-        self.notify("Press ctrl+c again to quit", title="todo-agent", timeout=QUIT_WINDOW)
+        self.notify("Press ctrl+c again to quit", title="todo-agent", timeout=QUIT_WINDOW, markup=False)
+
+    def _has_selection(self) -> bool:
+        """Whether ctrl+c should copy: text is selected in the focused input or on screen."""
+        focused = self.focused
+        if isinstance(focused, TextArea | Input) and focused.selected_text:
+            return True
+        stack = self.screen_stack
+        return bool(stack and stack[-1].get_selected_text())
 
 
 def run_app(

@@ -41,13 +41,23 @@ def parse(text: str) -> tuple[SlashCommand, str] | None:
     return None
 
 
+def looks_like_command(text: str) -> bool:
+    """Whether `text` that `parse` does not know is a mistyped command rather than a prompt.
+
+    Only a lone slash word (`/compact`, `/hlep`) is: a prompt can start with a path
+    (`/tmp is full, please clean it`), and a path alone (`/usr/lib`) has a second slash.
+    """
+    word = text.strip()
+    return word.startswith("/") and len(word) > 1 and "/" not in word[1:] and not any(c.isspace() for c in word)
+
+
 KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "send the prompt"),
     ("shift+enter, ctrl+j", "new line"),
     ("up, down", "earlier prompts"),
     ("tab", "complete a /command"),
     ("pageup, pagedown", "scroll the conversation"),
-    ("escape", "interrupt the running turn"),
+    ("escape", "interrupt (elsewhere: back to the prompt)"),
     ("shift+tab", "cycle the permission mode"),
     ("ctrl+t", "show or hide the task panel"),
     ("ctrl+o", "show or hide the last tool output"),

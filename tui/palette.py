@@ -31,7 +31,7 @@ def palette_entries(screen: MainScreen) -> list[PaletteEntry]:
         PaletteEntry("Task panel at the bottom", "[ui] task_panel = bottom", partial(screen.place_panel, "bottom")),
         PaletteEntry("Focus the task panel", "then a / space / d / J / K edit the plan", screen.focus_tasks),
         PaletteEntry("Cycle the permission mode", "shift+tab", screen.action_cycle_mode),
-        PaletteEntry("Interrupt the running turn", "escape", screen.action_interrupt),
+        PaletteEntry("Interrupt the running turn", "escape", screen.interrupt),
         PaletteEntry("Show or hide the last tool output", "ctrl+o", screen.action_toggle_output),
     ]
     return entries

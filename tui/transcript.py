@@ -8,6 +8,7 @@ Textual.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -100,9 +101,30 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _looks_failed(output: str) -> bool:
-    head = output.lstrip()[:40].lower()
-    return head.startswith(("error", "denied", "cancelled", "rejected", "tool error"))
+_FAILED_STARTS: dict[str, ToolStatus] = {
+    "Error:": "error",
+    "denied:": "denied",
+    "cancelled:": "cancelled",
+    "The user rejected": "denied",
+}
+"""How the core words a failed, refused or cancelled call (`core/batch.py`, `core/history.py`)."""
+_FAILED_LAST_LINE = re.compile(r"Exit code -?\d+( \(killed by [^)]*\))?|Command timed out after .*")
+"""Bash's note on a non-zero exit, a signal or a timeout (`core/tools/bash.py`)."""
+_RECORDED: dict[str, ToolStatus] = {"ok": "ok", "error": "error", "denied": "denied", "cancelled": "cancelled"}
+
+
+def guess_status(output: str) -> ToolStatus:
+    """How a call ended, read from its output: for sessions saved before statuses were kept.
+
+    Only the core's own wording counts, so a file that merely contains "Error" reads as ok.
+    """
+    for start, status in _FAILED_STARTS.items():
+        if output.startswith(start):
+            return status
+    lines = output.rstrip().splitlines()
+    if lines and _FAILED_LAST_LINE.fullmatch(lines[-1].strip()):
+        return "error"
+    return "ok"
 
 
 def entries_from_history(
@@ -110,13 +132,16 @@ def entries_from_history(
     *,
     show_reminders: bool = True,
     summarize: Callable[[str, dict[str, Any]], str] | None = None,
+    status_of: Callable[[str], str | None] | None = None,
 ) -> list[Entry]:
     """Rebuild the conversation pane from OpenAI-format history (for `--continue`/`--resume`).
 
     User prompts, assistant text and tool calls paired with their results come back as
     blocks; `<system-reminder>` messages become one dim notice each (or are skipped);
     system messages are skipped. `summarize` is the core's own wording of a call
-    (`Runtime.summarize`); without it a generic summary is used.
+    (`Runtime.summarize`); without it a generic summary is used. `status_of(call_id)` is
+    how the call ended as the session recorded it (`Session.tool_status.get`); when it
+    has nothing (sessions saved before statuses were kept) the output's wording decides.
     """
     entries: list[Entry] = []
     tools: dict[str, ToolEntry] = {}
@@ -136,7 +161,8 @@ def entries_from_history(
             found = tools.get(str(message.get("tool_call_id", "")))
             if found is not None:
                 found.output = text
-                found.status = "error" if _looks_failed(text) else "ok"
+                recorded = _RECORDED.get(status_of(found.call_id) or "") if status_of is not None else None
+                found.status = recorded or guess_status(text)
     for entry in tools.values():
         if entry.status == "running":  # a call whose result never made it to history
             entry.status = "cancelled"

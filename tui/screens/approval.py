@@ -2,21 +2,24 @@
 
 Dismisses with an `ApprovalAnswer`. Keys: `1`/`y` yes, `2`/`a` yes and don't ask again
 (the rule is shown), `3`/`n`/`escape` no (the turn stops), `f` no with feedback (the
-text goes to the model and the turn goes on).
+text goes to the model and the turn goes on). Keys typed before the modal was on screen
+(a double tap meant for the previous question) are ignored: see `predates`.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
+from textual._time import get_time
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
@@ -56,6 +59,17 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.request = request
         self.workspace = workspace
         self.queued = queued
+        self.shown_at = math.inf
+        """When the modal was mounted, on the clock key events are stamped with."""
+
+    def predates(self, event: events.Key) -> bool:
+        """Whether `event` was typed before this question was on screen.
+
+        With several calls waiting, the next modal opens as soon as one is answered; a
+        second `y` typed right after the first would otherwise answer a question the
+        person never saw. The app drops such keys (`TodoAgentApp.on_event`).
+        """
+        return event.time < self.shown_at
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -77,6 +91,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                     yield Static(render_preview(request.preview, request.preview_kind), markup=False)
             yield OptionList(*self._options(), id="approval-options")
             yield FeedbackInput(placeholder="Tell todo-agent what to do instead, then enter", id="approval-feedback")
+        yield Footer()
 
     def _options(self) -> list[Option]:
         rule = sanitize(self.request.suggested_rule, visible=True)
@@ -91,6 +106,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         ]
 
     def on_mount(self) -> None:
+        self.shown_at = get_time()
         self.query_one("#approval-feedback").display = False
         self.query_one(OptionList).focus()
 

@@ -24,7 +24,7 @@ from todo_agent.core.session import SessionError
 from todo_agent.core.settings import PanelPlace
 from todo_agent.core.tasks import StoreError, Task, render_tasks
 
-from ..commands import help_text, parse
+from ..commands import help_text, looks_like_command, parse
 from ..handler import EventHandler
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
@@ -112,7 +112,13 @@ class MainScreen(Screen[None]):
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
-        await self.conversation.load(entries_from_history(self.runtime.history, summarize=self.runtime.summarize))
+        await self.conversation.load(
+            entries_from_history(
+                self.runtime.history,
+                summarize=self.runtime.summarize,
+                status_of=self.runtime.session.tool_status.get,
+            )
+        )
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
         await self.panel.show(self.runtime.store.snapshot())
@@ -151,7 +157,7 @@ class MainScreen(Screen[None]):
             await self.conversation.stop_live()
             message = f"The turn failed: {type(worker.error).__name__}: {worker.error}"
             await self.conversation.add(NoticeEntry(message, "error"))
-            self.notify(message, severity="error", title="todo-agent")
+            self.notify(message, severity="error", title="todo-agent", markup=False)
         elif worker.state == WorkerState.CANCELLED:
             await self.conversation.stop_live()
         self.status.busy = False
@@ -184,9 +190,12 @@ class MainScreen(Screen[None]):
         await self.conversation.finish_tool(call_id, name, output, status, elapsed)
 
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
-        await self.panel.show(tasks)
-        if self.panel_place == "hidden" and tasks:
-            await self.conversation.add(PlainEntry(render_tasks(tasks)))
+        # The event's payload may already be older than the store (the person edits the
+        # plan while the turn runs): draw the latest state.
+        latest = self.runtime.store.snapshot()
+        await self.panel.show(latest)
+        if self.panel_place == "hidden" and latest:
+            await self.conversation.add(PlainEntry(render_tasks(latest)))
 
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         self.status.set_context(*self.runtime.context_usage())
@@ -201,18 +210,24 @@ class MainScreen(Screen[None]):
         await self.submit(event.text)
 
     async def submit(self, text: str) -> None:
-        """Run a slash command, or send `text` to the agent (queued while a turn runs)."""
-        first = text.split(maxsplit=1)[0]
-        if first.startswith("/") and "/" not in first[1:]:  # a command, not a path like /usr/lib
+        """Run a slash command, or send `text` to the agent (queued while a turn runs).
+
+        Only a known command runs as one. A lone `/word` that is none is a typo and is
+        refused; anything else that starts with a slash (`/tmp is full`) is a prompt.
+        """
+        if parse(text) is not None:
             await self.conversation.add(UserEntry(text))
-            if parse(text) is None:
-                await self.conversation.add(NoticeEntry(f"Unknown command {first}; /help lists them.", "warning"))
-            else:
-                await self.run_slash(text)
+            await self.run_slash(text)
+            return
+        if looks_like_command(text):
+            await self.conversation.add(UserEntry(text))
+            await self.conversation.add(NoticeEntry(f"Unknown command {text.strip()}; /help lists them.", "warning"))
             return
         if self.busy:
             self._queued.append(text)
-            self.notify("Queued: it is sent when the current turn ends (esc interrupts).", title="todo-agent")
+            self.notify(
+                "Queued: it is sent when the current turn ends (esc interrupts).", title="todo-agent", markup=False
+            )
             return
         await self.conversation.add(UserEntry(text))
         self.status.busy = True
@@ -243,7 +258,7 @@ class MainScreen(Screen[None]):
 
     def _refuse_while_busy(self, what: str) -> bool:
         if self.busy:
-            self.notify(f"Cannot {what} while a turn runs; press esc first.", severity="warning")
+            self.notify(f"Cannot {what} while a turn runs; press esc first.", severity="warning", markup=False)
         return self.busy
 
     async def _new_session(self) -> None:
@@ -318,6 +333,10 @@ class MainScreen(Screen[None]):
     async def _task_delete(self, event: TaskPanel.Delete) -> None:
         await self._edit_tasks(self.runtime.store.user_delete(event.task_id))
 
+    @on(TaskPanel.AddCancelled)
+    def _task_add_cancelled(self) -> None:
+        self.query_one(PromptInput).focus()
+
     @on(TaskPanel.Move)
     async def _task_move(self, event: TaskPanel.Move) -> None:
         await self._edit_tasks(self.runtime.store.user_move(event.task_id, event.delta))
@@ -326,23 +345,31 @@ class MainScreen(Screen[None]):
         try:
             await edit
         except StoreError as exc:
-            self.notify(str(exc), severity="error", title="Task list")
+            self.notify(str(exc), severity="error", title="Task list", markup=False)
         await self.panel.show(self.runtime.store.snapshot())
 
     # --- key actions -------------------------------------------------------------
 
     def action_interrupt(self) -> None:
+        """Escape: back to the prompt from anywhere else; from the prompt, stop the turn."""
+        prompt = self.query_one(PromptInput)
         suggestions = self.query_one(SlashSuggestions)
+        if not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
+            self.panel.close_add()
+            prompt.focus()
+        elif suggestions.display:  # the least a person can mean: close the list
+            suggestions.display = False
+        else:
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """Stop the running turn, if one runs (the command palette's "Interrupt")."""
         if self.busy:
             self.status.set_activity("interrupting")
             if self.runtime.agent.busy:
                 self.runtime.agent.interrupt()
             elif self._turn is not None:
                 self._turn.cancel()
-        elif suggestions.display:
-            suggestions.display = False
-        elif not self.query_one(PromptInput).has_focus:
-            self.query_one(PromptInput).focus()
 
     def action_toggle_tasks(self) -> None:
         if self.panel_place == "hidden":
@@ -350,7 +377,9 @@ class MainScreen(Screen[None]):
         else:
             self.place_panel("hidden")
         if not self.panel.tasks:
-            self.notify("No tasks yet. The model adds them for multi-step work.", title="Tasks", timeout=3)
+            self.notify(
+                "No tasks yet. The model adds them for multi-step work.", title="Tasks", timeout=3, markup=False
+            )
 
     def action_cycle_mode(self) -> None:
         self.status.mode = self.runtime.permissions.cycle_mode()

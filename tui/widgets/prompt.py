@@ -86,8 +86,14 @@ class PromptInput(TextArea):
             return
         await super()._on_key(event)
 
+    @property
+    def browsing_history(self) -> bool:
+        """Whether the text is a recalled prompt, unchanged: up/down keep walking the history."""
+        at = self._history_at
+        return at is not None and at < len(self.prompt_history) and self.text == self.prompt_history[at]
+
     def action_submit(self) -> None:
-        chosen = self.suggestions.selected if self.suggestions else None
+        chosen = self.suggestions.selected if self.suggestions and not self.browsing_history else None
         if chosen is not None and self.text != chosen.name:
             self.text = chosen.name
         text = self.text.strip()
@@ -112,7 +118,7 @@ class PromptInput(TextArea):
 
     def action_history(self, step: int) -> None:
         suggestions = self.suggestions
-        if suggestions is not None and suggestions.display:
+        if suggestions is not None and suggestions.display and not self.browsing_history:
             suggestions.action_cursor_up() if step < 0 else suggestions.action_cursor_down()
             return
         # The edge is the first or last *visual* line, so long wrapped prompts stay editable.
@@ -176,4 +182,6 @@ class PromptBox(Vertical):
 
     @on(TextArea.Changed, "#prompt")
     def _update_suggestions(self, event: TextArea.Changed) -> None:
-        self.query_one(SlashSuggestions).show_for(complete(event.text_area.text))
+        prompt = self.query_one(PromptInput)
+        # A recalled `/help` is history, not typing: a list there would take over up/down.
+        self.query_one(SlashSuggestions).show_for([] if prompt.browsing_history else complete(prompt.text))

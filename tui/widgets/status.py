@@ -112,5 +112,6 @@ class StatusLine(Horizontal):
         text = self._waiting or self._activity
         if self.busy:
             elapsed = format_seconds(time.monotonic() - self._started) if self._timer is not None else "0s"
-            text = f"{text} · {elapsed} · esc to interrupt"
+            # While the modal is open, esc answers it ("no") rather than interrupting.
+            text = f"{text} · {elapsed} · {'esc = no' if self._waiting else 'esc to interrupt'}"
         self.query_one("#status-activity", Static).update(text)

@@ -7,6 +7,7 @@ here are posted as messages; whoever owns the task store applies them and calls 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -151,6 +152,9 @@ class TaskPanel(Vertical):
         task_id: str
         delta: int
 
+    class AddCancelled(Message):
+        """The person closed the add-task input with escape (the screen may move focus on)."""
+
     DEFAULT_CSS = """
     TaskPanel {
         border: round $surface-lighten-2;
@@ -181,6 +185,8 @@ class TaskPanel(Vertical):
         super().__init__(id=id)
         self.tasks: tuple[Task, ...] = ()
         self.border_title = "Tasks"
+        self._drawing = asyncio.Lock()
+        """`show` awaits between clearing and refilling the list; two at once would interleave."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="task-progress-label", markup=False)
@@ -203,7 +209,14 @@ class TaskPanel(Vertical):
         return sum(1 for t in self.tasks if t.status == "completed")
 
     async def show(self, tasks: Sequence[Task]) -> None:
-        """Draw a new state of the list, keeping the highlight on the same task."""
+        """Draw a new state of the list, keeping the highlight on the same task.
+
+        Calls are drawn one after another, in the order made: the last one made wins.
+        """
+        async with self._drawing:
+            await self._draw(tasks)
+
+    async def _draw(self, tasks: Sequence[Task]) -> None:
         view = self.list_view
         current = view.highlighted_child
         keep = current.task_value.id if isinstance(current, TaskItem) else None
@@ -230,10 +243,14 @@ class TaskPanel(Vertical):
         add.display = True
         add.focus()
 
-    def _close_add(self) -> None:
+    def close_add(self) -> None:
+        """Close the add-task input, if it is open, without adding anything."""
         add = self.query_one("#task-add", Input)
         add.value = ""
         add.display = False
+
+    def _close_add(self) -> None:
+        self.close_add()
         self.list_view.focus()
 
     @on(Input.Submitted, "#task-add")
@@ -246,3 +263,4 @@ class TaskPanel(Vertical):
 
     def action_cancel_add(self) -> None:
         self._close_add()
+        self.post_message(self.AddCancelled())
