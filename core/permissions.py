@@ -163,6 +163,19 @@ class _CommandScanner:
 
     def unquoted_step(self, char: str) -> int:
         command, i = self.command, self.i
+        if char == "#" and "".join(self.current)[-1:] in ("", " ", "\t"):
+            # A comment, to the end of the line: its quotes are not quotes, and the next
+            # line is a command of its own (`git status #'<newline>rm -rf ~ #'`).
+            end = command.find("\n", i)
+            return (len(command) if end < 0 else end) - i
+        if command.startswith("$'", i):
+            # ANSI-C quoting has its own escapes (`$'\''` does not close the quote), which
+            # shlex does not know: the words are not what bash runs, so nothing may match.
+            self.opaque = True
+            end = i + 2
+            while end < len(command) and command[end] != "'":
+                end += 2 if command[end] == "\\" else 1
+            return self.take(command[i : end + 1])
         if char in "'\"":
             self.quote = char
             return self.take(char)
@@ -254,7 +267,10 @@ class Rule:
         text = text.strip()
         if "(" in text and text.endswith(")"):
             name, _, rest = text.partition("(")
-            return cls(name.strip(), rest[:-1].strip())
+            spec = rest[:-1].strip()
+            if spec.removesuffix(":*").strip() == "" and spec.endswith(":*"):
+                raise ValueError(f"not a permission rule: {text!r} (an empty prefix would allow everything)")
+            return cls(name.strip(), spec)
         if not text or not text.replace("_", "").isalnum():
             raise ValueError(f"not a permission rule: {text!r} (expected e.g. Bash(git status) or Edit(src/**))")
         return cls(text)

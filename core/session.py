@@ -98,11 +98,8 @@ class Session:
             session._load_line(number, line)
         repaired, notes = repair_history(session.messages)
         if notes:
-            # A damaged or cut-off transcript would make every later request fail; fix the
-            # file itself (atomically), so the repair is made once, not on every load.
             session.warnings.append(f"session {session.id} repaired: " + "; ".join(dict.fromkeys(notes)))
-            session.messages = repaired
-            session._rewrite(lines[0] if _is_header(lines[0]) else b"")
+            session._apply_repair(repaired, raw, lines[0] if _is_header(lines[0]) else None)
         return session
 
     def _load_line(self, number: int, line: bytes) -> None:
@@ -128,23 +125,52 @@ class Session:
             record["status"] = status
         self._write_line(record)
 
+    def _apply_repair(self, repaired: list[Message], original: bytes, header: bytes | None) -> None:
+        """Make the repair permanent, so it happens once, not on every load.
+
+        Calls left unanswered at the end (a crash mid-batch, or another instance still
+        running this session) are answered by appending, which never disturbs the file.
+        Anything else means rewriting: the original is kept as `<id>.jsonl.bak` first.
+        """
+        trailing = repaired[len(self.messages) :]
+        if repaired[: len(self.messages)] == self.messages:
+            for message in trailing:
+                self.append(message, "cancelled")
+            return
+        self.messages = repaired
+        try:
+            self.path.with_name(self.path.name + ".bak").write_bytes(original)
+            self._rewrite(header or self._header_line())
+        except OSError as exc:  # the repaired history still serves this run
+            self.warnings.append(f"could not save the repaired session ({exc.strerror or exc}); kept in memory")
+
+    def _header_line(self) -> bytes:
+        header = {"type": HEADER_TYPE, "id": self.id, "cwd": "", "created": self.path.stat().st_mtime}
+        return json.dumps(header).encode()
+
     def _rewrite(self, header: bytes) -> None:
         """Replace the file with the header and the current messages: temp file, fsync, rename."""
         self.close()
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with tmp.open("wb") as f:
-            f.write(header.rstrip(b"\n") + b"\n" if header.strip() else b"")
-            for message in self.messages:
-                record: dict[str, Any] = {"type": "message", "message": message}
-                call_id = str(message.get("tool_call_id"))
-                if message.get("role") == "tool":
-                    status = self.tool_status.get(call_id) or ("cancelled" if message["content"] == CANCELLED else None)
-                    if status:
-                        record["status"] = self.tool_status.setdefault(call_id, status)
-                f.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with tmp.open("wb") as f:
+                f.write(header.rstrip(b"\n") + b"\n")
+                for message in self.messages:
+                    f.write((json.dumps(self._record(message), ensure_ascii=False) + "\n").encode())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _record(self, message: Message) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": "message", "message": message}
+        if message.get("role") == "tool":
+            call_id = str(message.get("tool_call_id"))
+            status = self.tool_status.get(call_id) or ("cancelled" if message.get("content") == CANCELLED else None)
+            if status:
+                record["status"] = self.tool_status.setdefault(call_id, status)
+        return record
 
     def _write_line(self, record: dict[str, Any]) -> None:
         if self._handle is None or self._handle.closed:

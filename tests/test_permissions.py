@@ -252,3 +252,29 @@ def test_python_dash_m_suggests_the_module_not_every_module(tmp_path: Path) -> N
     p.add_session_rule(rule)
     assert p.decide("Bash", "execute", {"command": "python -m pytest tests/"}).verdict == "allow"
     assert p.decide("Bash", "execute", {"command": "python -m http.server"}).verdict == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status #'\ntouch pwned #'",
+        "git status $'\\'' ; touch pwned ; echo #'",
+        "git status # harmless comment\nrm -rf ~",
+    ],
+)
+def test_comments_and_ansi_c_quotes_hide_nothing(tmp_path: Path, command: str) -> None:
+    p = policy(tmp_path, allow=("Bash(git status:*)",), deny=("Bash(rm:*)",))
+    assert p.decide("Bash", "execute", {"command": command}).verdict in ("ask", "deny")
+    bypass = policy(tmp_path, "bypassPermissions", deny=("Bash(rm:*)", "Bash(touch:*)"))
+    assert bypass.decide("Bash", "execute", {"command": command}).verdict in ("ask", "deny")
+
+
+def test_a_plain_comment_still_allows(tmp_path: Path) -> None:
+    p = policy(tmp_path, allow=("Bash(pytest:*)",))
+    assert p.decide("Bash", "execute", {"command": "pytest -q  # quick run"}).verdict == "allow"
+    assert p.decide("Bash", "execute", {"command": "pytest -q#notacomment"}).verdict == "allow"
+
+
+def test_an_empty_prefix_rule_is_rejected() -> None:
+    with pytest.raises(ValueError, match="empty prefix"):
+        Rule.parse("Bash(:*)")

@@ -121,3 +121,39 @@ def test_tool_status_is_kept_beside_the_message(workspace: Path) -> None:
     session.close()
     record = json.loads(session.path.read_text().splitlines()[1])
     assert record["status"] == "error" and "status" not in record["message"]
+
+
+def test_unanswered_calls_at_the_end_are_answered_by_appending(workspace: Path) -> None:
+    session = Session.create(workspace)
+    call = {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": "{}"}}
+    session.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    inode = session.path.stat().st_ino
+    # Another instance opens it while the first is still running its batch.
+    other = Session.open(session.path)
+    session.append({"role": "tool", "tool_call_id": "c1", "content": "late result"}, "ok")
+    session.close()
+    other.close()
+    assert session.path.stat().st_ino == inode  # not replaced: the first instance's writes land
+    assert not session.path.with_name(session.path.name + ".bak").exists()
+    assert "late result" in session.path.read_text()
+
+
+def test_odd_messages_and_a_garbled_header_are_repaired_with_a_backup(workspace: Path) -> None:
+    session = Session.create(workspace)
+    calls = [{"id": i, "type": "function", "function": {"name": "Read", "arguments": "{}"}} for i in ("c1", "c2")]
+    session.append({"role": "assistant", "content": None, "tool_calls": calls})
+    session.append({"role": "tool", "tool_call_id": "c1"})  # no content at all
+    session.append({"role": "tool", "tool_call_id": "zz", "content": "orphan"})
+    session.append({"role": "user", "content": "next"})
+    session.close()
+    lines = session.path.read_text().splitlines()
+    lines[0] = "{not a header"
+    original = "\n".join(lines) + "\n"
+    session.path.write_text(original)
+
+    reopened = Session.open(session.path)
+    assert [m.get("tool_call_id") for m in reopened.messages if m["role"] == "tool"] == ["c1", "c2"]
+    assert session.path.with_name(session.path.name + ".bak").read_text() == original
+    header = json.loads(session.path.read_text().splitlines()[0])
+    assert header["type"] == "session" and header["id"] == session.id
+    assert not list(session.path.parent.glob(".*.tmp"))

@@ -417,3 +417,12 @@ async def test_preview_of_writing_over_a_huge_file_does_not_diff_it(ctx: ToolCon
     assert preview_edit({"file_path": "blob.txt", "content": "small\n"}, ctx) == (
         "(file too large to preview: 3000 lines → 1 line)"
     )
+
+
+async def test_a_hard_linked_file_stays_linked(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("old\n")
+    os.link(workspace / "a.txt", workspace / "b.txt")
+    await WRITE.run({"file_path": "a.txt", "content": "new\n"}, ctx)
+    await EDIT.run({"file_path": "a.txt", "old_string": "new", "new_string": "newer"}, ctx)
+    assert (workspace / "b.txt").read_text() == "newer\n"
+    assert (workspace / "a.txt").stat().st_nlink == 2

@@ -206,6 +206,11 @@ def _replace_file(path: Path, shown: str, data: bytes) -> None:
     # The rename needs only a writable directory; keep refusing a file we may not write.
     if mode is not None and not os.access(target, os.W_OK):
         raise ToolError(f"Cannot write {shown}: Permission denied")
+    if mode is not None and (target.stat().st_nlink > 1 or not os.access(target.parent, os.W_OK)):
+        # A rename would cut a hard link, and is impossible in a read-only directory:
+        # here the file is written in place, as any editor would.
+        _write_in_place(target, shown, data)
+        return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -227,6 +232,17 @@ def _replace_file(path: Path, shown: str, data: bytes) -> None:
             unchanged = "the file was left unchanged" if mode is not None else "nothing was written"
             raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
         raise
+
+
+def _write_in_place(target: Path, shown: str, data: bytes) -> None:
+    try:
+        with target.open("r+b") as f:
+            f.write(data)
+            f.truncate()
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
 
 
 def _write_file(path: Path, shown: str, content: str) -> bool:
