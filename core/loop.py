@@ -186,7 +186,11 @@ class Agent:
         whose arguments do not parse is stored as `{}` (the batch answers it with an error).
         """
         calls: list[ToolCall] = []
-        seen: set[str] = set()
+        # Ids must be unique across the whole history: servers that send none get ids from
+        # a per-process counter, so a resumed session would repeat call_1, call_2, …
+        seen = {
+            str(c.get("id")) for m in self.history if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+        }
         for n, call in enumerate(response.tool_calls, start=1):
             call_id = call.id if call.id and call.id not in seen else f"call_{len(self.history)}_{n}"
             seen.add(call_id)

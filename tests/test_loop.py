@@ -547,3 +547,18 @@ async def test_task_tools_in_one_response_run_in_order(workspace: Path) -> None:
     events = await collect(agent, "go")
     listing, got = [e.output for e in events if isinstance(e, ToolFinished)][1:]
     assert "first" in listing and "first" in got and not got.startswith("Error")
+
+
+async def test_call_ids_stay_unique_across_turns(workspace: Path) -> None:
+    steps = [
+        {"tool_calls": [call("Echo", {"text": "a"}, call_id="call_1")]},
+        {"text": "one"},
+        {"tool_calls": [call("Echo", {"text": "b"}, call_id="call_1")]},
+        {"text": "two"},
+    ]
+    agent, _ = make_agent(workspace, steps)
+    await collect(agent, "first")
+    await collect(agent, "second")
+    ids = [c["id"] for m in agent.history if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert_history_valid(agent.history)

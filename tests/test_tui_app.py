@@ -730,6 +730,42 @@ async def test_a_prompt_that_starts_with_a_path_is_sent(workspace: Path) -> None
         assert not any("Unknown command /tmp" in n or "Unknown command /usr" in n for n in notices(app))
 
 
+async def test_prose_after_a_command_without_arguments_is_a_prompt(workspace: Path) -> None:
+    app = make_app(workspace, ["on it"])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "/quit the retry loop after 3 attempts in worker.py")
+        await turn_done(pilot)
+        assert app.is_running
+        assert screen.conversation.entries[-1] == AssistantEntry("on it")
+
+
+async def test_a_held_key_does_not_answer_the_next_approval(workspace: Path) -> None:
+    app = make_app(workspace, [_two_calls(), "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        first = app.screen
+        tap = events.Key("y", "y")
+        app.post_message(tap)
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
+        second = app.screen
+        assert isinstance(second, ApprovalScreen)
+        # Auto-repeat: each press within the window of the one before, long past the first.
+        when = max(second.shown_at, tap.time)
+        for step in range(1, 6):
+            repeat = events.Key("y", "y")
+            repeat.time = when + step * (DOUBLE_TAP * 0.8)
+            app.post_message(repeat)
+            await pilot.pause()
+        assert app.screen is second, "a held key answered the second question"
+        answer = events.Key("y", "y")
+        answer.time = when + 5 * (DOUBLE_TAP * 0.8) + DOUBLE_TAP + 0.01  # after a pause
+        app.post_message(answer)
+        await turn_done(pilot)
+        assert [t.status for t in tools(app)] == ["ok", "ok"]
+
+
 async def test_ctrl_c_twice_quits_from_an_approval(workspace: Path) -> None:
     app = make_app(workspace, [bash_step("echo hi"), "ok"])
     async with app.run_test(size=SIZE) as pilot:

@@ -124,8 +124,14 @@ class TodoAgentApp(App[int]):
             and isinstance(screen, ApprovalScreen)
             and not self._is_priority_key(event.key)  # quitting always works
         ):
-            if screen.predates(event) or self._double_tap(event, screen):
-                return  # meant for the previous question: this one was not on screen yet, or only just
+            if screen.predates(event):
+                return  # meant for the previous question: this one was not on screen yet
+            if self._double_tap(event, screen):
+                if not event.is_forwarded and self._approval_key is not None:
+                    # A burst or a held key keeps the window open: only a pause lets it count.
+                    previous, key, _ = self._approval_key
+                    self._approval_key = (previous, key, event.time)
+                return
             if not event.is_forwarded:
                 self._approval_key = (screen, event.key, event.time)
         await super().on_event(event)

@@ -33,11 +33,16 @@ def complete(text: str) -> list[SlashCommand]:
 
 
 def parse(text: str) -> tuple[SlashCommand, str] | None:
-    """`("/mode", "plan")` for `/mode plan`; None if `text` is not a known command."""
+    """`("/mode", "plan")` for `/mode plan`; None if `text` is not a known command.
+
+    A command that takes no argument followed by more text is a prompt, not a command:
+    `/quit the retry loop after 3 attempts` must reach the model, not close the app.
+    """
     name, _, argument = text.strip().partition(" ")
+    argument = argument.strip()
     for command in SLASH_COMMANDS:
-        if command.name == name:
-            return command, argument.strip()
+        if command.name == name and (command.usage or not argument):
+            return command, argument
     return None
 
 
