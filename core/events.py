@@ -6,7 +6,7 @@ render these; nothing in the core draws.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .task_model import Task
@@ -95,7 +95,6 @@ class TurnEnd:
 
     reason: Literal["done", "interrupted", "rejected", "error", "max_steps"]
     final_text: str = ""
-    usage_total: tuple[int, int] = field(default=(0, 0))
 
 
 Event = (

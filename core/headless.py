@@ -59,41 +59,63 @@ class _Tally:
                 self.last_listing = listing
 
 
+PIPE_CLOSED = 141
+"""Exit status when the reader of stdout went away (128 + SIGPIPE, as shells report it)."""
+
+
+@dataclass
+class _Output:
+    """stdout that notices when its reader leaves (`… | head -1`) instead of raising."""
+
+    stream: TextIO
+    closed: bool = False
+
+    def write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+
+    def json(self, data: dict[str, Any]) -> None:
+        self.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
     streaming = output_format == "stream-json"
+    output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
     for notice in runtime.startup_notices():
         if notice.level != "info":
             print(f"todo-agent: {notice.text}", file=err)
         if streaming:
-            _write_json(out, event_to_json(notice))
+            output.json(event_to_json(notice))
     async with aclosing(runtime.agent.run_turn(prompt)) as events:
         async for event in events:
             if streaming:
-                _write_json(out, event_to_json(event))
+                output.json(event_to_json(event))
+                if output.closed and runtime.agent.busy:
+                    runtime.agent.interrupt()  # nobody reads on: stop spending tokens, end cleanly
             tally.feed(event)
     reason = tally.end.reason if tally.end else "error"
     code = EXIT_CODES.get(reason, 1)
     final = tally.end.final_text if tally.end else ""
     if output_format == "text":
         if final:
-            print(final, file=out)
+            output.write(final + "\n")
     else:
-        result = {
-            "type": "result",
-            "result": final,
-            "is_error": code != 0,
-            "reason": reason,
-            "errors": tally.errors,
-            "session_id": runtime.session.id,
-            "usage": {"prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
-            "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
-        }
-        _write_json(out, result)
-    out.flush()
-    return code
-
-
-def _write_json(out: TextIO, data: dict[str, Any]) -> None:
-    out.write(json.dumps(data, ensure_ascii=False) + "\n")
-    out.flush()
+        output.json(
+            {
+                "type": "result",
+                "result": final,
+                "is_error": code != 0,
+                "reason": reason,
+                "errors": tally.errors,
+                "session_id": runtime.session.id,
+                "usage": {"prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
+                "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
+            }
+        )
+    return PIPE_CLOSED if output.closed else code

@@ -38,7 +38,7 @@ from .lifecycle import Lifecycle, TurnState
 from .model import ChatModel, Message, ModelError, ModelResponse, ScriptError, ToolCall
 from .permissions import Approver, PermissionPolicy
 from .session import Session
-from .tools.base import Tool
+from .tools.base import Tool, strict_json
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class Agent:
 
 def _storable_arguments(raw: str) -> str:
     try:
-        json.loads(raw or "{}")
-    except json.JSONDecodeError:
+        strict_json(raw or "{}")
+    except ValueError:  # includes JSONDecodeError; NaN/Infinity are not JSON either
         return "{}"
     return raw or "{}"

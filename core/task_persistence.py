@@ -38,12 +38,24 @@ def temp_files(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.*.tmp"))
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Atomically replace `path` with `data`."""
+def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T | None], bytes | None]) -> None:
+    """Read, change and write `path` under one hold of the lock.
+
+    `compute` gets what is on disk now (None when there is no usable file) and returns
+    the new bytes, or None to leave the file alone. Reading inside the lock makes another
+    process's saved changes the base of this one, so two processes on one list neither
+    lose each other's changes nor hand out the same id.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(lock_path(path), timeout=LOCK_TIMEOUT):
-            _replace(path, data)
+            try:
+                current: T | None = decode(json.loads(path.read_bytes().decode("utf-8")))
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                current = None  # missing or unusable: the caller's own state is the base
+            data = compute(current)
+            if data is not None:
+                _replace(path, data)
     except Timeout as exc:
         raise PersistenceError(f"another process holds {exc.lock_file}; the task list was not saved") from exc
     except OSError as exc:
@@ -98,7 +110,7 @@ def read_json(path: Path, decode: Callable[[Any], T]) -> tuple[T | None, str | N
         return None, f"The task list {path} could not be read ({_reason(exc)}); starting with an empty list."
     try:
         return decode(json.loads(raw.decode("utf-8"))), None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: absurd nesting
         return None, _quarantine(path, _reason(exc))
 
 

@@ -242,7 +242,8 @@ def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
     if len(by_id) != len(tasks):
         problems.append("duplicate task ids")
     for task in tasks:
-        if not (task.id.isascii() and task.id.isdigit() and 0 < int(task.id) < next_id):
+        canonical = task.id.isascii() and task.id.isdigit() and str(int(task.id)) == task.id  # not "01"
+        if not (canonical and 0 < int(task.id) < next_id):
             problems.append(f"task id {task.id!r} is not a number below next_id {next_id}")
         if task.status not in STATUSES:
             problems.append(f"#{task.id} has unknown status {task.status!r}")

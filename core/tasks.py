@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from . import task_rules as rules
 from .events import TasksUpdated
 from .task_model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome
-from .task_persistence import PersistenceError, read_json, write_atomic
+from .task_persistence import PersistenceError, read_json, update_atomic
 from .task_rules import open_blockers, violations
 
 if TYPE_CHECKING:
@@ -222,6 +222,22 @@ class TaskStore:
         job.add_done_callback(self._settled)
         return await asyncio.shield(job)
 
+    async def _apply_on_disk(self, path: Path, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> _Change[R]:
+        """Apply `step` to the list as saved now (another process may share this session)."""
+        applied: list[_Change[R]] = []
+
+        def compute(on_disk: tuple[tuple[Task, ...], int] | None) -> bytes | None:
+            base = on_disk if on_disk is not None else (self._tasks, self._next_id)
+            change = step(*base)
+            applied.append(change)
+            return rules.encode(change.tasks, change.next_id) if (change.tasks, change.next_id) != base else None
+
+        try:
+            await asyncio.to_thread(update_atomic, path, rules.decode, compute)
+        except PersistenceError as exc:
+            raise StoreError(str(exc)) from exc
+        return applied[0]
+
     def _settled(self, job: asyncio.Future[Any]) -> None:
         self._inflight.discard(job)
         if not job.cancelled():
@@ -229,15 +245,11 @@ class TaskStore:
 
     async def _apply(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
         async with self._lock:
-            change = step(self._tasks, self._next_id)
-            if (change.tasks, change.next_id) != (self._tasks, self._next_id):
-                if self.path is not None:
-                    data = rules.encode(change.tasks, change.next_id)
-                    try:
-                        await asyncio.to_thread(write_atomic, self.path, data)
-                    except PersistenceError as exc:
-                        raise StoreError(str(exc)) from exc
-                self._tasks, self._next_id = change.tasks, change.next_id
+            if self.path is None:
+                change = step(self._tasks, self._next_id)
+            else:
+                change = await self._apply_on_disk(self.path, step)
+            self._tasks, self._next_id = change.tasks, change.next_id
             if change.log:
                 self._user_changes.append(change.log)
             return change.result

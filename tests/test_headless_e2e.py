@@ -150,3 +150,37 @@ def test_a_stream_cut_off_mid_answer_is_retried_and_never_taken_as_complete(work
     assert requests[1]["messages"] == requests[0]["messages"]
     usage = next(line for line in lines if line["type"] == "Usage")
     assert usage["estimated"] is True  # the server sent none
+
+
+def _shell(command: str, workspace: Path, base_url: str) -> Any:
+    env = {**os.environ, "OPENAI_BASE_URL": base_url}
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        command, shell=True, cwd=workspace, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_undecodable_stdin_and_nan_arguments(workspace: Path) -> None:
+    script = Path(sys.executable).with_name("todo-agent")
+    responses = [
+        {"tool_calls": [{"name": "Glob", "arguments": '{"pattern": "*", "path": NaN}'}]},
+        {"text": "done"},
+    ]
+    with run_in_thread(responses) as server:
+        result = _shell(f"printf 'hi \\377 there' | '{script}' -p - --output-format json", workspace, server.base_url)
+        requests = list(server.requests)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert json.loads(result.stdout)["result"] == "done"
+    first_prompt = next(m["content"] for m in requests[0]["messages"] if m["role"] == "user")
+    assert first_prompt == "hi \ufffd there"
+    stored = requests[1]["messages"][2]["tool_calls"][0]["function"]["arguments"]
+    assert stored == "{}"  # NaN is not JSON: never replayed
+    assert "not valid JSON" in requests[1]["messages"][3]["content"]
+
+
+def test_a_reader_that_leaves_early_is_no_traceback(workspace: Path) -> None:
+    script = Path(sys.executable).with_name("todo-agent")
+    with run_in_thread([{"text": "a long answer " * 50}], check_unused=False) as server:
+        result = _shell(f"'{script}' -p hi --output-format stream-json | head -1", workspace, server.base_url)
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+    json.loads(result.stdout)

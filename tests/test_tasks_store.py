@@ -552,3 +552,30 @@ TestTaskStoreMachine = TaskStoreMachine.TestCase
 TestTaskStoreMachine.settings = settings(
     max_examples=40, stateful_step_count=20, deadline=None, database=None, phases=(Phase.explicit, Phase.generate)
 )
+
+
+async def test_two_processes_on_one_list_keep_both_changes(tmp_path: Path) -> None:
+    path = tmp_path / "s.tasks.json"
+    first = TaskStore.load(path)
+    await first.create("existing")
+    a, b = TaskStore.load(path), TaskStore.load(path)  # as two `--continue` runs would
+    made_b = await b.create("from B")
+    made_a = await a.create("from A")
+    assert made_a.id != made_b.id
+    on_disk = TaskStore.load(path)
+    assert [t.subject for t in on_disk.snapshot()] == ["existing", "from B", "from A"]
+    assert [t.subject for t in a.snapshot()] == ["existing", "from B", "from A"]  # A saw B's change
+
+
+def test_absurdly_nested_json_is_quarantined_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "s.tasks.json"
+    path.write_text("[" * 100_000)
+    store = TaskStore.load(path)
+    assert store.snapshot() == () and store.warning is not None
+    assert list(tmp_path.glob("s.tasks.json.corrupt-*"))
+
+
+def test_a_non_canonical_id_makes_the_file_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "s.tasks.json"
+    path.write_text('{"format": 1, "next_id": 3, "tasks": [{"id": "01", "subject": "x"}]}')
+    assert TaskStore.load(path).warning is not None

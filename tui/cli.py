@@ -57,6 +57,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:  # the turn has already repaired and saved its history
         print("todo-agent: interrupted", file=sys.stderr)
         code = 130
+    except BrokenPipeError:  # `todo-agent -p … | head -1`: the reader left; leave quietly
+        code = 141
+    if code == 141:  # stdout's reader is gone: the flush at exit must not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code)
 
 
@@ -101,7 +105,8 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
         return fail(exc.message)
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    # Bytes, decoded leniently: a prompt piped from a file in another encoding must not crash.
+    prompt = sys.stdin.buffer.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt
     try:
         return asyncio.run(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr))
     finally:

@@ -70,6 +70,16 @@ def short(text: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def strict_json(text: str) -> Any:
+    """`json.loads` without Python's extensions: NaN and Infinity are not JSON, and a
+    history or an event line holding them is rejected by strict parsers and servers."""
+
+    def reject(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(text, parse_constant=reject)
+
+
 def parse_arguments(raw: str) -> dict[str, Any]:
     """Parse a model's raw argument text into an object, or raise `ToolError`.
 
@@ -77,11 +87,13 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     """
     text = raw.strip() or "{}"
     try:
-        value = json.loads(text)
+        value = strict_json(text)
         if isinstance(value, str):
-            value = json.loads(value)
+            value = strict_json(value)
     except json.JSONDecodeError as exc:
         raise ToolError(f"invalid JSON in tool arguments ({exc.msg} at char {exc.pos}); send a JSON object") from exc
+    except ValueError as exc:
+        raise ToolError(f"invalid JSON in tool arguments ({exc}); send a JSON object") from exc
     if not isinstance(value, dict):
         raise ToolError(f"tool arguments must be a JSON object, got {type(value).__name__}")
     return value
