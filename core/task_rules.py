@@ -258,11 +258,22 @@ def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
     return problems
 
 
-def encode(tasks: Sequence[Task], next_id: int) -> bytes:
-    """The file: a JSON object with one task per line, so it reads (and diffs) well."""
+def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = ()) -> bytes:
+    """The file: a JSON object with one task per line, so it reads (and diffs) well.
+
+    `user_changes` are the person's panel edits the model has not been told about yet;
+    kept in the file so that quitting before the next request does not lose them.
+    """
     rows = ",\n".join("  " + json.dumps(asdict(t), ensure_ascii=False) for t in tasks)
     body = f"[\n{rows}\n]" if rows else "[]"
-    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}, "tasks": {body}}}\n'.encode()
+    changes = f', "user_changes": {json.dumps(list(user_changes), ensure_ascii=False)}' if user_changes else ""
+    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{changes}, "tasks": {body}}}\n'.encode()
+
+
+def decode_user_changes(document: Any) -> tuple[str, ...]:
+    """The pending edits saved with the list; anything malformed there is dropped, not fatal."""
+    raw = document.get("user_changes") if isinstance(document, dict) else None
+    return tuple(item for item in raw if isinstance(item, str)) if isinstance(raw, list) else ()
 
 
 def decode(document: Any) -> tuple[Tasks, int]:

@@ -64,6 +64,7 @@ class TaskStore:
         next_id: int = 1,
         warning: str | None = None,
         clock: Callable[[], float] = time.time,
+        user_changes: Iterable[str] = (),
     ) -> None:
         self.path = path
         self.warning = warning
@@ -73,16 +74,16 @@ class TaskStore:
         self._next_id = next_id
         self._lock = asyncio.Lock()
         self._inflight: set[asyncio.Future[Any]] = set()
-        self._user_changes: list[str] = []
+        self._user_changes: list[str] = list(user_changes)
 
     @classmethod
     def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
         """The store for `path` (None: in memory only). Never raises on a bad file."""
         if path is None:
             return cls(None, clock=clock)
-        loaded, warning = read_json(path, rules.decode)
-        tasks, next_id = loaded if loaded is not None else ((), 1)
-        return cls(path, tasks=tasks, next_id=next_id, warning=warning, clock=clock)
+        loaded, warning = read_json(path, _decode_saved)
+        tasks, next_id, changes = loaded if loaded is not None else ((), 1, ())
+        return cls(path, tasks=tasks, next_id=next_id, warning=warning, clock=clock, user_changes=changes)
 
     # --- reading -----------------------------------------------------------------
 
@@ -230,7 +231,10 @@ class TaskStore:
             base = on_disk if on_disk is not None else (self._tasks, self._next_id)
             change = step(*base)
             applied.append(change)
-            return rules.encode(change.tasks, change.next_id) if (change.tasks, change.next_id) != base else None
+            if (change.tasks, change.next_id) == base and not change.log:
+                return None
+            changes = [*self._user_changes, change.log] if change.log else self._user_changes
+            return rules.encode(change.tasks, change.next_id, changes)
 
         try:
             await asyncio.to_thread(update_atomic, path, rules.decode, compute)
@@ -253,6 +257,11 @@ class TaskStore:
             if change.log:
                 self._user_changes.append(change.log)
             return change.result
+
+
+def _decode_saved(document: Any) -> tuple[tuple[Task, ...], int, tuple[str, ...]]:
+    tasks, next_id = rules.decode(document)
+    return tasks, next_id, rules.decode_user_changes(document)
 
 
 def attribution_observer(store: TaskStore) -> ToolObserver:

@@ -579,3 +579,29 @@ def test_a_non_canonical_id_makes_the_file_invalid(tmp_path: Path) -> None:
     path = tmp_path / "s.tasks.json"
     path.write_text('{"format": 1, "next_id": 3, "tasks": [{"id": "01", "subject": "x"}]}')
     assert TaskStore.load(path).warning is not None
+
+
+async def test_the_persons_edits_survive_a_restart_until_delivered(tmp_path: Path) -> None:
+    from todo_agent.core.reminders import task_reminder_provider
+
+    path = tmp_path / "s.tasks.json"
+    store = TaskStore.load(path)
+    await store.create("t1")
+    await store.update("1", status="in_progress")
+    await store.user_set_status("1", "completed")
+    await store.user_add("the person's new task")
+    # Quit before the next model request, then resume.
+    resumed = TaskStore.load(path)
+    assert len(resumed.pending_user_changes()) == 2
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "TaskUpdate", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"},
+    ]  # fmt: skip
+    provide = task_reminder_provider(resumed)
+    (reminder,) = provide(history)
+    assert "The user edited the task list" in reminder["content"] and "the person's new task" in reminder["content"]
+    assert provide(history) == []  # delivered once
+    await resumed.create("model's next task")  # the next write records that they were delivered
+    assert TaskStore.load(path).pending_user_changes() == ()
