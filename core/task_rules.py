@@ -184,7 +184,9 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     """The whole-list update: the list becomes `todos`, in that order.
 
     An item whose content equals an existing task's subject keeps that task (its id,
-    times and tool counts); other items become new tasks.
+    times and tool counts); other items become new tasks. Among tasks with the same
+    subject, one that also has the item's status is preferred, so dropping one of two
+    look-alikes keeps the right id.
     """
     unmatched: dict[str, list[Task]] = {}
     for task in tasks:
@@ -196,7 +198,9 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
         status = cast(TaskStatus, check_status(item.status, STATUSES, where))
         same = unmatched.get(subject)
         if same:
-            base = replace(same.pop(0), activeForm=item.active_form.strip())
+            pick = next((t for t in same if t.status == status), same[0])
+            same.remove(pick)
+            base = replace(pick, activeForm=item.active_form.strip())
         else:
             base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
             next_id += 1

@@ -484,7 +484,13 @@ class TaskStoreMachine(RuleBasedStateMachine):
             self.attempt(self.store.user_delete(victim.id))
         else:
             self.attempt(self.store.replace_all([TodoItem(t.subject, t.status) for t in tasks if t != victim]))
-        assert victim.id not in {t.id for t in self.store.snapshot()}
+        after = self.store.snapshot()
+        twins = [t for t in tasks if t != victim and (t.subject, t.status) == (victim.subject, victim.status)]
+        if how == "todos" and twins:
+            # Identical items in a whole-list write cannot be told apart: one of them goes.
+            assert len(after) == len(tasks) - 1
+        else:
+            assert victim.id not in {t.id for t in after}
 
     @rule(data=st.data(), status=STATUS_WORDS)
     def user_set_status(self, data: st.DataObject, status: str) -> None:

@@ -751,16 +751,18 @@ async def test_a_held_key_does_not_answer_the_next_approval(workspace: Path) -> 
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
         second = app.screen
         assert isinstance(second, ApprovalScreen)
-        # Auto-repeat: each press within the window of the one before, long past the first.
-        when = max(second.shown_at, tap.time)
-        for step in range(1, 6):
+        # Auto-repeat from the first press on: each press within the window of the one
+        # before, some before the second question appeared (a slow machine) and some after.
+        last = tap.time
+        while last < second.shown_at + 3 * DOUBLE_TAP:
+            last += DOUBLE_TAP * 0.8
             repeat = events.Key("y", "y")
-            repeat.time = when + step * (DOUBLE_TAP * 0.8)
+            repeat.time = last
             app.post_message(repeat)
             await pilot.pause()
         assert app.screen is second, "a held key answered the second question"
         answer = events.Key("y", "y")
-        answer.time = when + 5 * (DOUBLE_TAP * 0.8) + DOUBLE_TAP + 0.01  # after a pause
+        answer.time = last + DOUBLE_TAP + 0.01  # after a pause
         app.post_message(answer)
         await turn_done(pilot)
         assert [t.status for t in tools(app)] == ["ok", "ok"]

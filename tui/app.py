@@ -124,11 +124,11 @@ class TodoAgentApp(App[int]):
             and isinstance(screen, ApprovalScreen)
             and not self._is_priority_key(event.key)  # quitting always works
         ):
-            if screen.predates(event):
-                return  # meant for the previous question: this one was not on screen yet
-            if self._double_tap(event, screen):
-                if not event.is_forwarded and self._approval_key is not None:
-                    # A burst or a held key keeps the window open: only a pause lets it count.
+            if screen.predates(event) or self._double_tap(event, screen):
+                # Meant for the previous question: this one was not on screen yet, or only
+                # just. Each dropped press of the same key keeps the window open, so a burst
+                # or a held key never answers the next question, however slow it is to appear.
+                if not event.is_forwarded and self._approval_key is not None and self._approval_key[1] == event.key:
                     previous, key, _ = self._approval_key
                     self._approval_key = (previous, key, event.time)
                 return
