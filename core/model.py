@@ -138,7 +138,10 @@ class ScriptedModel:
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
         index = len(self.requests)
         if index >= len(self.steps):
-            raise ScriptError(f"the script has no step {index + 1}: it ended after {len(self.steps)} steps")
+            raise ScriptError(
+                f"the script has no step {index + 1}: this scripted conversation is over after {len(self.steps)} "
+                "steps (start todo-agent with a real model to go on)"
+            )
         self.requests.append([dict(m) for m in messages])
         step = self.steps[index]
         for start in range(0, len(step.text), self.chunk_size):

@@ -65,6 +65,7 @@ class Session:
     Kept beside the message in the JSONL record, not in the message itself, because
     strict servers reject unknown keys in API messages."""
     _handle: IO[str] | None = field(default=None, repr=False)
+    _pending_header: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def tasks_path(self) -> Path:
@@ -76,8 +77,14 @@ class Session:
         directory.mkdir(parents=True, exist_ok=True)
         session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
         session = cls(session_id, directory / f"{session_id}.jsonl")
-        header = {"type": HEADER_TYPE, "id": session_id, "cwd": str(workspace.resolve()), "created": time.time()}
-        session._write_line(header)
+        # Written with the first message: a launch that is quit at once leaves no empty
+        # session behind for --continue and the picker to offer.
+        session._pending_header = {
+            "type": HEADER_TYPE,
+            "id": session_id,
+            "cwd": str(workspace.resolve()),
+            "created": time.time(),
+        }
         return session
 
     @classmethod
@@ -175,6 +182,9 @@ class Session:
     def _write_line(self, record: dict[str, Any]) -> None:
         if self._handle is None or self._handle.closed:
             self._handle = self.path.open("a", encoding="utf-8")
+        if self._pending_header is not None:
+            header, self._pending_header = self._pending_header, None
+            self._handle.write(json.dumps(header, ensure_ascii=False) + "\n")
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
 
@@ -197,7 +207,9 @@ def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo
     directory = project_dir(workspace, root)
     if not directory.is_dir():
         return []
-    infos = [_info(p) for p in directory.glob("*.jsonl")]
+    infos = [
+        info for p in directory.glob("*.jsonl") if (info := _info(p)).message_count
+    ]  # empty ones: nothing to resume
     return sorted(infos, key=lambda i: (i.updated, i.id), reverse=True)
 
 

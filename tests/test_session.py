@@ -39,13 +39,25 @@ def test_torn_last_line_is_skipped_with_a_warning_and_truncated(workspace: Path)
 
 def test_garbage_line_in_the_middle_is_skipped(workspace: Path) -> None:
     session = Session.create(workspace)
+    session.append({"role": "user", "content": "w"})
     session.close()
     with session.path.open("a") as f:
         f.write("not json\n")
         f.write(json.dumps({"type": "message", "message": {"role": "user", "content": "x"}}) + "\n")
     reopened = Session.open(session.path)
-    assert reopened.messages == [{"role": "user", "content": "x"}]
-    assert any("line 2" in w for w in reopened.warnings)
+    assert reopened.messages == [{"role": "user", "content": "w"}, {"role": "user", "content": "x"}]
+    assert any("line 3" in w for w in reopened.warnings)
+
+
+def test_a_session_quit_before_any_message_leaves_nothing_to_resume(workspace: Path) -> None:
+    kept = Session.create(workspace)
+    kept.append({"role": "user", "content": "real work"})
+    kept.close()
+    empty = Session.create(workspace)  # opened, then quit without a prompt
+    empty.close()
+    assert not empty.path.exists()
+    assert latest_session(workspace) == kept.path
+    assert [i.id for i in list_sessions(workspace)] == [kept.id]
 
 
 def test_cut_off_tool_batch_is_repaired_on_resume(workspace: Path) -> None:
