@@ -337,6 +337,12 @@ class PermissionPolicy:
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
     session_allow: list[Rule] = field(default_factory=list)
+    bypass_in_cycle: bool = False
+    """Whether cycling (shift+tab, a bare /mode) may reach bypassPermissions: only for a
+    session started in that mode. One key press should never switch approvals off."""
+
+    def __post_init__(self) -> None:
+        self.bypass_in_cycle = self.bypass_in_cycle or self.mode == "bypassPermissions"
 
     @classmethod
     def from_strings(
@@ -345,7 +351,9 @@ class PermissionPolicy:
         return cls(workspace, mode, [Rule.parse(r) for r in allow], [Rule.parse(r) for r in deny])
 
     def cycle_mode(self) -> PermissionMode:
-        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        cycle = MODES if self.bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
+        position = cycle.index(self.mode) if self.mode in cycle else -1
+        self.mode = cycle[(position + 1) % len(cycle)]
         return self.mode
 
     def add_session_rule(self, rule: str) -> None:

@@ -66,7 +66,11 @@ def test_suggested_rules_and_cycle(tmp_path: Path) -> None:
     assert p.suggest_rule("Write", {"file_path": "a.py"}) == "Write(a.py)"
     p.add_session_rule("Bash(pytest:*)")
     assert p.decide("Bash", "execute", {"command": "pytest -x"}).verdict == "allow"
-    assert [p.cycle_mode() for _ in range(4)] == ["acceptEdits", "plan", "bypassPermissions", "default"]
+    # One key press never switches approvals off: bypass is only in the cycle of a session
+    # that started in it (it stays reachable by name, /mode bypassPermissions).
+    assert [p.cycle_mode() for _ in range(4)] == ["acceptEdits", "plan", "default", "acceptEdits"]
+    started_bypassed = policy(tmp_path, "bypassPermissions")
+    assert [started_bypassed.cycle_mode() for _ in range(4)] == ["default", "acceptEdits", "plan", "bypassPermissions"]
 
 
 @pytest.mark.parametrize("bad", ["", "Bash(", "rm -rf"])

@@ -120,6 +120,11 @@ async def test_the_status_line_says_it_waits_for_the_person(workspace: Path) -> 
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         activity = main_screen(app).status.query_one("#status-activity", Static)
         assert str(activity.render()).startswith("waiting for your approval · Bash")
+        conversation = main_screen(app).conversation
+        await wait_until(pilot, lambda: conversation.last_tool_block() is not None)
+        block = conversation.last_tool_block()
+        assert block is not None and block.waiting
+        assert "⎿  waiting for your approval…" in str(block.query_one(".tool-line", Static).visual)
         await pilot.press("1")
         await turn_done(pilot)
         assert str(activity.render()) == "ready"
@@ -337,7 +342,10 @@ async def test_slash_commands(workspace: Path, tmp_path: Path) -> None:
         assert screen.runtime.permissions.mode == "plan" and screen.status.mode == "plan"
         await send(pilot, "/mode")
         await pilot.pause()
-        assert screen.runtime.permissions.mode == "bypassPermissions"
+        assert screen.runtime.permissions.mode == "default"  # cycling skips bypass
+        await send(pilot, "/mode bypassPermissions")
+        await pilot.pause()
+        assert screen.runtime.permissions.mode == "bypassPermissions"  # by name it is reachable
         await send(pilot, "/mode nonsense")
         await pilot.pause()
         assert "Unknown mode" in notices(app)[-1]
@@ -366,8 +374,27 @@ async def test_shift_tab_cycles_the_permission_mode(workspace: Path) -> None:
         screen = main_screen(app)
         await pilot.press("shift+tab")
         assert screen.runtime.permissions.mode == "acceptEdits" == screen.status.mode
-        await pilot.press("shift+tab", "shift+tab", "shift+tab")
+        await pilot.pause()
+        assert notices(app)[-1] == "permission mode: acceptEdits"  # the flag's name, as /mode says it
+        assert "acceptEdits (shift+tab)" in str(screen.status.query_one("#status-mode", Static).render())
+        await pilot.press("shift+tab", "shift+tab")
         assert screen.runtime.permissions.mode == "default"
+        await pilot.pause()
+        assert notices(app)[-2:] == [f"permission mode: {m}" for m in ("plan", "default")]
+
+
+async def test_the_demo_does_not_switch_to_a_real_model(workspace: Path) -> None:
+    app = make_app(workspace, [], demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "/model gpt-4o")
+        await pilot.pause()
+        refusal = "the demo runs a scripted model; start todo-agent without --demo to use a real one"
+        assert notices(app)[-1] == refusal
+        assert screen.runtime.config.model == "script:test" and screen.runtime.model_name == "script:test"
+        await send(pilot, "/model")  # showing the model is fine
+        await pilot.pause()
+        assert notices(app)[-1] == "model: script:test"
 
 
 async def test_ctrl_t_toggles_the_panel_and_says_when_it_is_empty(workspace: Path) -> None:
@@ -398,6 +425,19 @@ async def test_bottom_and_hidden_panel_settings(workspace: Path) -> None:
         assert screen.panel.display and screen.panel.region.width > 100
 
 
+async def test_the_panel_shrinks_in_a_narrow_window(workspace: Path) -> None:
+    app = make_app(workspace, [])
+    async with app.run_test(size=(60, 30)) as pilot:
+        await pilot.pause()
+        screen = main_screen(app)
+        assert screen.panel.region.width == 24
+        assert screen.conversation.region.width >= 34
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert main_screen(app).panel.region.width == 44
+
+
 async def test_ctrl_c_twice_quits(workspace: Path) -> None:
     app = make_app(workspace, [])
     async with app.run_test(size=SIZE) as pilot:
@@ -422,9 +462,11 @@ async def test_editing_the_plan_from_the_panel(workspace: Path) -> None:
 
         await pilot.press("tab")  # from the prompt to the plan
         assert screen.panel.list_view.has_focus
+        assert screen.panel.list_view.index == 0
         await pilot.press("a", *"Third", "enter")
         await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Second", "Third"])
-        screen.panel.list_view.index = 2
+        await wait_until(pilot, lambda: len(screen.panel.tasks) == 3)
+        assert screen.panel.list_view.index == 2  # the highlight follows the task just added
         await pilot.press("K")
         await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Third", "Second"])
         await pilot.press("space")
@@ -441,8 +483,14 @@ async def test_command_palette_lists_commands_and_toggles(workspace: Path) -> No
 
     app = make_app(workspace, [])
     async with app.run_test(size=SIZE) as pilot:
-        titles = [e.title for e in palette_entries(main_screen(app))]
+        entries = palette_entries(main_screen(app))
+        titles = [e.title for e in entries]
         assert any(t.startswith("/todos") for t in titles) and "Toggle the task panel" in titles
+        for entry in entries:  # a command's description shows once, in the title
+            assert not entry.help or entry.help not in entry.title, entry
+        assert {e.title: e.help for e in entries}["/mode  Cycle the permission mode, or set one by name"] == (
+            "/mode [MODE]"
+        )
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"toggle the task")
@@ -487,8 +535,10 @@ async def test_without_a_model_the_welcome_screen_explains_setup(workspace: Path
             "http://localhost:8000/v1",
             "--port 8080",
             "--demo",
+            "~/.config/todo-agent/settings.toml",  # project files may not set base_url
         ):
             assert needle in text
+        assert ".todo-agent/settings.toml" not in text.replace("~/.config/todo-agent/settings.toml", "")
         await pilot.press("q")
     assert app.return_code == 0
 

@@ -220,9 +220,46 @@ async def test_tool_block_expands_to_a_capped_log() -> None:
         await pilot.click(ToolBlock)
         await pilot.pause()
         log = block.query_one(Log)
-        assert log.line_count == MAX_OUTPUT_LINES and log.lines[-1] == str(MAX_OUTPUT_LINES + 499)
+        assert log.line_count == MAX_OUTPUT_LINES + 1 and log.lines[-1] == str(MAX_OUTPUT_LINES + 499)
+        assert log.lines[0] == "… 500 earlier lines not shown" and log.lines[1] == "500"
         await block.toggle()
         assert not block.query(Log)
+
+
+async def test_a_whole_read_window_keeps_its_first_line() -> None:
+    conversation = Conversation()
+    async with Host(conversation).run_test():
+        await conversation.add(ToolEntry("c1", "Read", "big.txt"))
+        lines = [f"{n:>6}\tline {n}" for n in range(1, 2001)]
+        output = "\n".join([*lines, "… (file has 5000 lines; use offset=2001 to read more)"])
+        await conversation.finish_tool("c1", "Read", output, "ok", 0.0)
+        block = conversation.query_one(ToolBlock)
+        await block.toggle()
+        log = block.query_one(Log)
+        assert log.lines[0] == "     1\tline 1" and log.line_count == 2001
+
+
+async def test_a_call_waiting_for_approval_says_so() -> None:
+    conversation = Conversation()
+    async with Host(conversation).run_test():
+
+        def line(index: int = -1) -> str:
+            return str(conversation.query(ToolBlock)[index].query_one(".tool-line", Static).visual)
+
+        await conversation.add(ToolEntry("c1", "Bash", "ls"))  # the start first, then the approval
+        assert "⎿  running…" in line()
+        conversation.set_waiting("Bash")
+        assert "⎿  waiting for your approval…" in line() and "running" not in line()
+        conversation.set_waiting(None)  # answered yes
+        assert "⎿  running…" in line()
+        await conversation.finish_tool("c1", "Bash", "x", "ok", 0.0)
+        conversation.set_waiting("Edit")  # the approval first, then the start
+        await conversation.add(ToolEntry("c2", "Edit", "a.py"))
+        assert "⎿  waiting for your approval…" in line()
+        await conversation.add(ToolEntry("c3", "Edit", "b.py"))  # a later call of the same tool
+        assert "⎿  running…" in line() and "waiting" in line(-2)
+        await conversation.finish_tool("c2", "Edit", "denied", "denied", 0.0)
+        assert "waiting" not in line(-2)
 
 
 async def test_task_tool_calls_stay_on_one_line() -> None:
@@ -306,7 +343,7 @@ async def test_status_line_shows_model_mode_context_and_activity() -> None:
         status.set_activity("running Bash")
         await pilot.pause()
         text = text_of(status)
-        assert "gpt-4o-mini" in text and "plan mode" in text and "ctx 12k/128k (9%)" in text
+        assert "gpt-4o-mini" in text and "plan (shift+tab)" in text and "ctx 12k/128k (9%)" in text
         assert "running Bash · 0s · esc to interrupt" in text
         assert status.query_one(Spinner).display
         status.set_waiting("Bash")  # an approval is open: esc answers it, it does not interrupt

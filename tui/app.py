@@ -150,12 +150,17 @@ class TodoAgentApp(App[int]):
         screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         status = main.status if main is not None else None
+        conversation = main.conversation if main is not None else None
         if status is not None:  # the clock keeps running, but the wait is the person's, not the tool's
             status.set_waiting(request.tool)
+        if conversation is not None:  # and the call's block says so too, not "running…"
+            conversation.set_waiting(request.tool)
 
         def answered(answer: ApprovalAnswer | None) -> None:
             if status is not None:
                 status.set_waiting(None)
+            if conversation is not None:
+                conversation.set_waiting(None)
             resolve(answer)
 
         self.push_screen(screen, callback=answered)

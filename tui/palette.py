@@ -16,13 +16,19 @@ from .screens.main import MainScreen
 class PaletteEntry:
     title: str
     help: str
+    """A second line under the title; empty for none."""
     run: Callable[[], object]
 
 
 def palette_entries(screen: MainScreen) -> list[PaletteEntry]:
     """What the palette offers on the main screen."""
     entries = [
-        PaletteEntry(f"{c.name}  {c.description}", c.usage or c.description, partial(screen.run_slash, c.name))
+        # The description is in the title already: the help line only adds the usage.
+        PaletteEntry(
+            f"{c.name}  {c.description}",
+            f"{c.name} {c.usage}" if c.usage else "",
+            partial(screen.run_slash, c.name),
+        )
         for c in SLASH_COMMANDS
     ]
     entries += [
@@ -46,11 +52,11 @@ class TodoAgentCommands(Provider):
 
     async def discover(self) -> Hits:
         for entry in self._entries():
-            yield DiscoveryHit(entry.title, entry.run, help=entry.help)
+            yield DiscoveryHit(entry.title, entry.run, help=entry.help or None)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for entry in self._entries():
             score = matcher.match(entry.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(entry.title), entry.run, help=entry.help)
+                yield Hit(score, matcher.highlight(entry.title), entry.run, help=entry.help or None)

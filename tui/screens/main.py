@@ -287,8 +287,9 @@ class MainScreen(Screen[None]):
 
     async def _set_mode(self, argument: str) -> None:
         if not argument:
-            self.action_cycle_mode()
-        elif mode := next((m for m in MODES if m.lower() == argument.lower()), None):
+            await self.action_cycle_mode()
+            return
+        if mode := next((m for m in MODES if m.lower() == argument.lower()), None):
             self.runtime.permissions.mode = mode
             self.status.mode = mode
         else:
@@ -296,9 +297,19 @@ class MainScreen(Screen[None]):
                 NoticeEntry(f"Unknown mode {argument!r}; use one of {', '.join(MODES)}.", "warning")
             )
             return
+        await self._say_mode()
+
+    async def _say_mode(self) -> None:
         await self.conversation.add(NoticeEntry(f"permission mode: {MODE_LABELS[self.runtime.permissions.mode]}"))
 
     async def _model(self, argument: str) -> None:
+        if argument and self.runtime.config.demo:  # the demo promises nothing leaves the machine
+            await self.conversation.add(
+                NoticeEntry(
+                    "the demo runs a scripted model; start todo-agent without --demo to use a real one", "warning"
+                )
+            )
+            return
         if argument and not self._refuse_while_busy("switch models"):
             self.runtime.set_model(argument)
             self.status.set_model(self.runtime.model_name)
@@ -323,7 +334,13 @@ class MainScreen(Screen[None]):
 
     @on(TaskPanel.Add)
     async def _task_add(self, event: TaskPanel.Add) -> None:
-        await self._edit_tasks(self.runtime.store.user_add(event.subject))
+        try:
+            task = await self.runtime.store.user_add(event.subject)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", title="Task list", markup=False)
+            task = None
+        # The highlight follows the new task, so space or d act on what was just typed.
+        await self.panel.show(self.runtime.store.snapshot(), highlight=task.id if task else None)
 
     @on(TaskPanel.StatusChange)
     async def _task_status(self, event: TaskPanel.StatusChange) -> None:
@@ -381,8 +398,9 @@ class MainScreen(Screen[None]):
                 "No tasks yet. The model adds them for multi-step work.", title="Tasks", timeout=3, markup=False
             )
 
-    def action_cycle_mode(self) -> None:
+    async def action_cycle_mode(self) -> None:
         self.status.mode = self.runtime.permissions.cycle_mode()
+        await self._say_mode()
 
     def action_scroll_conversation(self, direction: int) -> None:
         conversation = self.conversation

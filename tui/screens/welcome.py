@@ -38,7 +38,7 @@ todo-agent                    # default model gpt-4o-mini; or --model NAME
   `todo-agent --base-url http://localhost:8080/v1`
 
 `OPENAI_BASE_URL` and `TODO_AGENT_MODEL` work too, and so do `model` / `base_url` in
-`.todo-agent/settings.toml`.
+your user settings file, `~/.config/todo-agent/settings.toml`.
 """
 
 

@@ -29,8 +29,9 @@ from ..transcript import (
     output_summary,
 )
 
-MAX_OUTPUT_LINES = 2000
-"""Lines of tool output kept when a call is expanded; the core caps output too."""
+MAX_OUTPUT_LINES = 2100
+"""Lines of tool output kept when a call is expanded; the core caps output too. Room for a
+whole Read window (2000 lines) and the note after it, so a Read's line 1 is never dropped."""
 
 _STATUS_ICON = {"ok": "✔", "error": "✘", "denied": "✘", "cancelled": "✘", "running": "…"}
 _NOTICE_STYLE = {"info": "$text-muted", "warning": "$text-warning", "error": "$text-error", "dim": "$text-muted 60%"}
@@ -93,24 +94,48 @@ class LiveAssistant(Horizontal):
             self._stream = None
 
 
+def output_lines(output: str, limit: int = MAX_OUTPUT_LINES) -> list[str]:
+    """The lines of `output` for the expanded view: all of them, or the last `limit` after a
+    line that says how many earlier lines are not shown."""
+    lines = sanitize(output).splitlines() or ["(no output)"]
+    if len(lines) <= limit:
+        return lines
+    kept = lines[-limit:]
+    dropped = len(lines) - limit
+    noun = "line" if dropped == 1 else "lines"
+    return [f"… {dropped} earlier {noun} not shown", *kept]
+
+
 class ToolBlock(Vertical):
     """`⏺ Name(args)` and a `✔`/`✘` line; a click shows the full output in a capped `Log`."""
 
     def __init__(self, entry: ToolEntry) -> None:
         super().__init__(classes=f"-{entry.status}")
         self.entry = entry
+        self._waiting = False
         self._line = Static(self._render_line(), markup=False, classes="tool-line")
         self._log: Log | None = None
 
     def compose(self) -> ComposeResult:
         yield self._line
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the call waits for the person's approval (not running yet)."""
+        return self._waiting
+
+    def set_waiting(self, waiting: bool) -> None:
+        if waiting != self._waiting:
+            self._waiting = waiting
+            self._line.update(self._render_line())
+
     def _render_line(self) -> Content:
         entry = self.entry
         colour = {"ok": "$text-success", "running": "$accent"}.get(entry.status, "$text-error")
         head = Content.assemble(("⏺ ", colour), (sanitize(entry.name), "bold"), f"({sanitize(entry.summary)})")
         if entry.status == "running":
-            return Content.assemble(head, "\n", ("  ⎿  running…", "$text-muted"))
+            state = "waiting for your approval…" if self._waiting else "running…"
+            return Content.assemble(head, "\n", (f"  ⎿  {state}", "$text-muted"))
         if entry.status == "ok" and entry.name in TASK_TOOLS:
             return Content.assemble(head, (" ✔", colour))
         summary = output_summary(sanitize(entry.output), entry.status)
@@ -142,14 +167,13 @@ class ToolBlock(Vertical):
             self.remove_class("-expanded")
             await log.remove()
         elif self.entry.status != "running":
-            self._log = Log(max_lines=MAX_OUTPUT_LINES, auto_scroll=False, classes="tool-output")
+            self._log = Log(max_lines=MAX_OUTPUT_LINES + 1, auto_scroll=False, classes="tool-output")
             self.add_class("-expanded")
             await self.mount(self._log)
             self._write_log(self._log)
 
     def _write_log(self, log: Log) -> None:
-        lines = sanitize(self.entry.output).splitlines() or ["(no output)"]
-        log.write_lines(lines[-MAX_OUTPUT_LINES:])
+        log.write_lines(output_lines(self.entry.output))
 
     async def on_click(self, event: Click) -> None:
         event.stop()

@@ -65,6 +65,8 @@ class Conversation(VerticalScroll, can_focus=False):
         self._tools: dict[str, ToolEntry] = {}
         self._earlier: EarlierBlock | None = None
         self.live: LiveAssistant | None = None
+        self._waiting_tool: str | None = None
+        """The tool an open approval asks about: its call's block says it waits."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -85,6 +87,13 @@ class Conversation(VerticalScroll, can_focus=False):
         if isinstance(entry, ToolEntry):
             self._tools[entry.call_id] = entry
         block = block_for(entry)
+        if (  # the approval opened before the call's start reached the screen
+            isinstance(block, ToolBlock)
+            and block.entry.status == "running"
+            and block.entry.name == self._waiting_tool
+            and not any(isinstance(b, ToolBlock) and b.waiting for b in self._blocks)
+        ):
+            block.set_waiting(True)
         self._blocks.append(block)
         if self.live is not None:
             await self.mount(block, before=self.live)
@@ -157,7 +166,21 @@ class Conversation(VerticalScroll, can_focus=False):
         entry.status, entry.output, entry.elapsed = status, output, elapsed
         for block in self._blocks:
             if isinstance(block, ToolBlock) and block.entry is entry:
+                block.set_waiting(False)
                 block.refresh_entry()
+                break
+
+    def set_waiting(self, tool: str | None) -> None:
+        """Mark the running call of `tool` as waiting for approval; None: the wait is over."""
+        self._waiting_tool = tool
+        blocks = [b for b in self._blocks if isinstance(b, ToolBlock)]
+        for block in blocks:
+            block.set_waiting(False)
+        if tool is None:
+            return
+        for block in reversed(blocks):  # the start may not have arrived yet: `add` marks it then
+            if block.entry.status == "running" and block.entry.name == tool:
+                block.set_waiting(True)
                 break
 
     def last_tool_block(self) -> ToolBlock | None:

@@ -16,10 +16,12 @@ from .task_panel import format_seconds
 
 MODE_LABELS = {
     "default": "default",
-    "acceptEdits": "accept edits",
-    "plan": "plan mode",
-    "bypassPermissions": "bypass permissions",
+    "acceptEdits": "acceptEdits",
+    "plan": "plan",
+    "bypassPermissions": "bypassPermissions",
 }
+"""What the UI calls each permission mode: the names `--permission-mode`, `/mode` and the
+README use, so what the status line shows is what a person types."""
 
 
 def format_tokens(count: int) -> str:

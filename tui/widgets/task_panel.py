@@ -208,18 +208,21 @@ class TaskPanel(Vertical):
     def completed(self) -> int:
         return sum(1 for t in self.tasks if t.status == "completed")
 
-    async def show(self, tasks: Sequence[Task]) -> None:
-        """Draw a new state of the list, keeping the highlight on the same task.
+    async def show(self, tasks: Sequence[Task], *, highlight: str | None = None) -> None:
+        """Draw a new state of the list, keeping the highlight on the same task, or moving
+        it to task `highlight` (one the person just added).
 
         Calls are drawn one after another, in the order made: the last one made wins.
         """
         async with self._drawing:
-            await self._draw(tasks)
+            await self._draw(tasks, highlight)
 
-    async def _draw(self, tasks: Sequence[Task]) -> None:
+    async def _draw(self, tasks: Sequence[Task], highlight: str | None = None) -> None:
         view = self.list_view
         current = view.highlighted_child
         keep = current.task_value.id if isinstance(current, TaskItem) else None
+        if highlight is not None and any(t.id == highlight for t in tasks):
+            keep = highlight
         position = view.index or 0
         self.tasks = tuple(tasks)
         await view.clear()
