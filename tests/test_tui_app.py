@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -592,16 +592,22 @@ async def test_interrupting_while_an_approval_waits_closes_it(workspace: Path) -
         assert any("interrupted" in n for n in notices(app))
 
 
+def failing_turn(message: str) -> Callable[[str], AsyncIterator[Event]]:
+    """A stand-in for `Agent.run_turn` that fails with `message` before any event."""
+
+    async def broken(prompt: str) -> AsyncIterator[Event]:
+        raise RuntimeError(message)
+        yield  # pragma: no cover - makes this an async generator
+
+    return broken
+
+
 async def test_a_failing_turn_is_reported_and_the_app_goes_on(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app(workspace, ["fine"])
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
 
-        async def broken(prompt: str) -> AsyncIterator[Event]:
-            raise RuntimeError("boom")
-            yield  # pragma: no cover - makes this an async generator
-
-        monkeypatch.setattr(screen.runtime.agent, "run_turn", broken)
+        monkeypatch.setattr(screen.runtime.agent, "run_turn", failing_turn("boom"))
         await send(pilot, "go")
         await turn_done(pilot)
         assert any("The turn failed: RuntimeError: boom" in n for n in notices(app))
@@ -886,11 +892,7 @@ async def test_a_failure_message_is_not_read_as_markup(workspace: Path, monkeypa
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
 
-        async def broken(prompt: str) -> AsyncIterator[Event]:
-            raise RuntimeError("bad [/bold] and [@click=app.quit]x[/]")
-            yield  # pragma: no cover - makes this an async generator
-
-        monkeypatch.setattr(screen.runtime.agent, "run_turn", broken)
+        monkeypatch.setattr(screen.runtime.agent, "run_turn", failing_turn("bad [/bold] and [@click=app.quit]x[/]"))
         await send(pilot, "go")
         await turn_done(pilot)
         await pilot.pause()
