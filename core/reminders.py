@@ -89,23 +89,23 @@ def steps_since_task_list(history: Sequence[Message]) -> int | None:
 def task_reminder_provider(store: TaskStore, interval: int = DEFAULT_INTERVAL) -> BeforeRequest:
     def provide(history: Sequence[Message]) -> list[Message]:
         changes = store.take_user_changes()
-        listing = render_for_model(store.snapshot())
         if changes:
+            listing = render_for_model(store.snapshot())
             return [reminder_message(f"{USER_EDITED} {'; '.join(changes)}. Follow the updated list.\n\n{listing}")]
         if not store.unfinished():
             return []
         steps = steps_since_task_list(history)
         if steps is None:
-            text = f"{NOT_VISIBLE}. Continue from it and keep it up to date with the task tools.\n\n{listing}"
-            return [reminder_message(text)]
-        if interval > 0 and steps >= interval:
+            text = f"{NOT_VISIBLE}. Continue from it and keep it up to date with the task tools."
+        elif interval > 0 and steps >= interval:
             text = (
                 f"{STALE} {steps} steps. If you have made progress, update it now: mark finished tasks "
                 "completed and the one you are working on in_progress. Do not mention this reminder "
-                f"to the user.\n\n{listing}"
+                "to the user."
             )
-            return [reminder_message(text)]
-        return []
+        else:
+            return []  # the common case: no reminder, so nothing is rendered
+        return [reminder_message(f"{text}\n\n{render_for_model(store.snapshot())}")]
 
     return provide
 

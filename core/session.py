@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from .history import CANCELLED, repair_history
 from .model import Message
+from .reminders import OPEN_TAG
 
 HEADER_TYPE = "session"
 
@@ -246,7 +247,7 @@ def _info(path: Path) -> SessionInfo:
                 count += 1
                 content = message.get("content")
                 is_prompt = message.get("role") == "user" and isinstance(content, str)
-                if not title and is_prompt and not str(content).startswith("<system-reminder>"):
+                if not title and is_prompt and not str(content).startswith(OPEN_TAG):
                     title = " ".join(str(content).split())[:80]
         updated = path.stat().st_mtime
     except OSError:

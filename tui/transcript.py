@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from todo_agent.core.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
+from todo_agent.core.tools.base import short
+
 ToolStatus = Literal["running", "ok", "error", "denied", "cancelled"]
 NoticeLevel = Literal["info", "warning", "error", "dim"]
 
-REMINDER_TAG = "<system-reminder>"
-TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"})
+TASK_TOOLS = TASK_TOOL_NAMES
 """Tools whose effect the task panel shows; their blocks stay one line unless they fail."""
 
 
@@ -63,12 +65,6 @@ Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry
 _SUMMARY_KEYS = ("file_path", "command", "pattern", "subject", "path", "taskId")
 
 
-def short(text: str, limit: int = 80) -> str:
-    """One line, at most `limit` characters."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def summarize_arguments(name: str, arguments: dict[str, Any]) -> str:
     """A short human form of a call's arguments when the core's summary is not at hand."""
     if name == "TaskUpdate" and "taskId" in arguments and "status" in arguments:
@@ -78,8 +74,8 @@ def summarize_arguments(name: str, arguments: dict[str, Any]) -> str:
     for key in _SUMMARY_KEYS:
         value = arguments.get(key)
         if isinstance(value, str | int) and str(value):
-            return short(str(value))
-    return short(json.dumps(arguments, ensure_ascii=False)) if arguments else ""
+            return short(str(value), 80)
+    return short(json.dumps(arguments, ensure_ascii=False), 80) if arguments else ""
 
 
 def _text_of(content: Any) -> str:
@@ -170,7 +166,7 @@ def entries_from_history(
 
 
 def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
-    if text.lstrip().startswith(REMINDER_TAG):
+    if text.lstrip().startswith(OPEN_TAG):
         return [NoticeEntry(_reminder_line(text), "dim")] if show_reminders else []
     return [UserEntry(text)] if text else []
 
@@ -184,7 +180,7 @@ def _tool_entry(call: dict[str, Any], summarize: Callable[[str, dict[str, Any]],
 
 
 def _reminder_line(text: str) -> str:
-    body = text.replace(REMINDER_TAG, "").replace("</system-reminder>", "").strip()
+    body = text.replace(OPEN_TAG, "").replace(CLOSE_TAG, "").strip()
     first = body.splitlines()[0] if body else ""
     return f"reminder: {short(first, 100)}"
 

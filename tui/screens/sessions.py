@@ -16,9 +16,9 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from todo_agent.core.session import SessionInfo
+from todo_agent.core.tools.base import short
 
 from ..sanitize import sanitize
-from ..transcript import short
 
 
 def session_label(info: SessionInfo) -> Content:
