@@ -1,19 +1,26 @@
 """Who may run what: permission modes, allow/deny rules, and the approval exchange.
 
 Decision order for one tool call:
-1. a matching `deny` rule → deny (deny always wins; for Bash, ANY simple command of a
-   compound command matching, also by the command's basename: `/bin/rm` is `rm`);
-2. `bypassPermissions` → allow (the mode says so; documented in the README);
-3. `plan` mode → deny anything that writes or executes;
-4. Edit/Write under `<workspace>/.todo-agent/` → ask (the model must not rewrite its own
+1. a matching `deny` rule → deny (deny always wins). For Bash the command is read the way
+   bash runs it (`core/command_forms.py`): a rule matches ANY program the line runs, in
+   any form it took (`sudo nice /bin/rm f` is also `nice /bin/rm f`, `/bin/rm f`, `rm f`;
+   `git -c x=y push` is also `git push`), inside `if`/loops/`{ }`/substitutions/`sh -c '…'`;
+2. a Bash command that may run a denied program but cannot be read fully (`eval "$x"`,
+   `$CMD f`, `bash script.sh`, a git alias; only while some Bash deny rule exists) →
+   deny in `bypassPermissions`, ask otherwise (headless: denied), unless an exact allow
+   rule names this very command;
+3. `bypassPermissions` → allow (the mode says so; documented in the README);
+4. `plan` mode → deny anything that writes or executes;
+5. Edit/Write under `<workspace>/.todo-agent/` → ask (the model must not rewrite its own
    permissions; neither `acceptEdits` nor allow rules approve it);
-5. a path outside the workspace → ask (unless an allow rule matches; relative rules only
+6. a path outside the workspace → ask (unless an allow rule matches; relative rules only
    match inside the workspace, so only an absolute rule like `Read(/etc/**)` can);
-6. a matching `allow` rule (settings or "don't ask again") → allow; for Bash, EVERY simple
-   command must match an allow rule, and a command with `$(…)`, backticks, `<(…)` or a
-   redirection to a file matches no prefix rule, only an exact one;
-7. read-only and task tools → allow;
-8. `acceptEdits` → allow edits; otherwise ask.
+7. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
+   strict side: for Bash, EVERY simple command as written (no unwrapping) must match one,
+   and a command with `$(…)`, backticks, `<(…)`, a redirection to a file, or anything that
+   cannot be read fully matches no prefix rule, only an exact one;
+8. read-only and task tools → allow;
+9. `acceptEdits` → allow edits; otherwise ask.
 A caller with no way to ask (headless) turns "ask" into a denial that says why.
 """
 
@@ -28,6 +35,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from .command_forms import WRAPPERS, Analysis, analyse
+from .shell import Script, Word, parse_script
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -69,149 +79,71 @@ Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
 
 # --- Bash commands ------------------------------------------------------------------
 
-# Longest first, so `&&` is not read as two `&`. Parentheses split too: `(rm -rf /)` is
-# still an `rm` to a deny rule.
-_CONTROL_OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
-# Redirections that touch no file: fd duplication/closing and /dev/null.
-_HARMLESS_REDIRECT = re.compile(r"(?:[<>]&(?:\d+|-)|(?:&>>?|>>?)[ \t]*/dev/null)(?=[\s;&|()]|$)")
-_TRAILING_FD = re.compile(r"(?<![^ \t])\d+$")  # the `2` of `2>&1`
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+Match = Literal["yes", "maybe", "no"]
+"""How a deny rule meets a command: it runs the denied program, it may (a word that
+decides it is only known at run time), or it does not."""
+
 # Words that run their arguments as a command (or change where/how the next one runs),
 # so a prefix rule on them would allow anything.
-_WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "nice", "builtin", "xargs"})
-_NO_PREFIX_HEADS = _WRAPPERS | {"cd", "pushd", "popd", "export", "sh", "bash", "zsh", "eval", "source", "."}
-_TWO_WORD_HEADS = frozenset({"python", "python3", "uv", "npm", "npx", "cargo", "go", "git", "make"})
+_NO_PREFIX_HEADS = (
+    frozenset(WRAPPERS)
+    | {"cd", "pushd", "popd", "export", "eval", "source", ".", "trap", "watch", "su", "alias", "set", "unset"}
+    | {"sh", "bash", "zsh", "dash", "ksh", "fish"}
+    # Their options or scripts run arbitrary code: `sed 's/x/y/e'`, `find -exec`, `awk 'BEGIN{system(…)}'`.
+    | {"sed", "awk", "gawk", "mawk", "nawk", "find", "tar", "rsync", "ssh", "scp", "zip", "less", "more", "man"}
+    | {"vi", "vim", "nvim", "emacs", "gdb", "parallel", "script", "sqlite3", "psql", "mysql", "expect"}
+)
+# A prefix on these needs the subcommand or script after them (`git diff`, `node build.js`):
+# the program alone, or followed by an option (`python3 -c`, `node -e`, `git -c`), runs any code.
+_SUBCOMMAND_HEADS = frozenset(
+    {"uv", "npm", "npx", "pnpm", "yarn", "bun", "deno", "cargo", "go", "git", "make", "pip", "pip3", "poetry"}
+    | {"docker", "podman", "kubectl", "node", "ruby", "perl", "php", "lua", "Rscript", "julia", "java", "tclsh"}
+    | {"pwsh", "osascript", "dotnet", "mvn", "gradle", "rake", "bundle"}
+)
+# `npm run build`, `uv run pytest`: the thing run is the third word.
+_RUNNER_SUBCOMMANDS = frozenset({"run", "exec", "x", "run-script", "dlx"})
+# git subcommands that run a command they are given (or store one for later).
+_GIT_CODE_SUBCOMMANDS = frozenset({"config", "submodule", "bisect", "rebase", "filter-branch", "difftool"})
+_GIT_CODE_SUBCOMMANDS |= {"mergetool", "grep", "daemon", "instaweb", "credential", "hook"}
+_PYTHON = re.compile(r"python[\d.]*")
 
 
-@dataclass(frozen=True)
-class ParsedCommand:
-    """A shell command cut into simple commands at control operators."""
-
-    text: str
-    """The whole command with runs of blanks outside quotes collapsed (what exact rules compare)."""
-    parts: tuple[str, ...]
-    """The simple commands, as written."""
-    opaque: bool
-    """Has a command substitution, process substitution or file redirection: no prefix rule fits."""
-
-    @property
-    def words(self) -> list[list[str] | None]:
-        """Each simple command split as the shell would (None where quoting does not parse)."""
-        return [_split_words(part) for part in self.parts]
+def _rule_words(body: str) -> list[str]:
+    """The words of a rule's command, decoded like the command they are compared with."""
+    script = parse_script(body)
+    if len(script.commands) == 1 and not script.unknown:
+        command = script.commands[0]
+        words = [*command.assignments, *command.words]
+        if all(w.value is not None for w in words):
+            return [w.value for w in words if w.value is not None]
+    return body.split()
 
 
-def _split_words(text: str) -> list[str] | None:
-    try:
-        return shlex.split(text, posix=True)
-    except ValueError:
-        return None
+def _match_words(expected: Sequence[str], form: Sequence[Word], *, prefix: bool) -> Match:
+    result: Match = "yes"
+    for index, want in enumerate(expected):
+        if index >= len(form):
+            return "no"
+        word = form[index]
+        if word.value is None:
+            if word.splits:
+                return "maybe"  # it may become any number of words: the rest is unknown
+            result = "maybe"
+        elif word.value != want:
+            return "no"
+    if not prefix and len(form) > len(expected):
+        return "maybe" if all(w.splits for w in form[len(expected) :]) else "no"
+    return result
 
 
-def parse_command(command: str) -> ParsedCommand:
-    """Cut `command` into simple commands, tracking quotes so `echo "a;b"` stays one."""
-    scanner = _CommandScanner(command)
-    while scanner.i < len(command):
-        scanner.i += scanner.step()
-    scanner.cut()
-    return ParsedCommand("".join(scanner.normal).strip(), tuple(scanner.parts), scanner.opaque or bool(scanner.quote))
-
-
-class _CommandScanner:
-    """One pass over a command; each `step` reads one construct and says how long it was."""
-
-    def __init__(self, command: str) -> None:
-        self.command = command
-        self.i = 0
-        self.quote = ""  # the open quote character, if any
-        self.opaque = False
-        self.parts: list[str] = []
-        self.normal: list[str] = []  # the whole command, blanks collapsed outside quotes
-        self.current: list[str] = []  # the simple command being read
-
-    def take(self, text: str) -> int:
-        self.normal.append(text)
-        self.current.append(text)
-        return len(text)
-
-    def cut(self) -> None:
-        if text := "".join(self.current).strip():
-            self.parts.append(text)
-        self.current.clear()
-
-    def step(self) -> int:
-        command, i = self.command, self.i
-        char = command[i]
-        if self.quote == "'":  # nothing is special inside single quotes
-            self.quote = "" if char == "'" else self.quote
-            return self.take(char)
-        if char == "\\":
-            return self.take(command[i : i + 2])
-        if command.startswith(("$(", "`"), i) or (not self.quote and command.startswith(("<(", ">("), i)):
-            return self.substitution(1 if char == "`" else 2)
-        if self.quote == '"':
-            self.quote = "" if char == '"' else self.quote
-            return self.take(char)
-        return self.unquoted_step(char)
-
-    def substitution(self, width: int) -> int:
-        # Substitutions run a command (even inside double quotes): cut, so a deny rule
-        # still sees the inner command, and no prefix rule may allow the whole.
-        self.opaque = True
-        self.normal.append(self.command[self.i : self.i + width])
-        self.cut()
-        return width
-
-    def unquoted_step(self, char: str) -> int:
-        command, i = self.command, self.i
-        if char == "#" and "".join(self.current)[-1:] in ("", " ", "\t"):
-            # A comment, to the end of the line: its quotes are not quotes, and the next
-            # line is a command of its own (`git status #'<newline>rm -rf ~ #'`).
-            end = command.find("\n", i)
-            return (len(command) if end < 0 else end) - i
-        if command.startswith("$'", i):
-            # ANSI-C quoting has its own escapes (`$'\''` does not close the quote), which
-            # shlex does not know: the words are not what bash runs, so nothing may match.
-            self.opaque = True
-            end = i + 2
-            while end < len(command) and command[end] != "'":
-                end += 2 if command[end] == "\\" else 1
-            return self.take(command[i : end + 1])
-        if char in "'\"":
-            self.quote = char
-            return self.take(char)
-        if char in " \t":
-            if self.normal and self.normal[-1] not in (" ", "\n"):
-                self.normal.append(" ")
-            self.current.append(" ")
-            return 1
-        if (match := _HARMLESS_REDIRECT.match(command, i)) is not None:
-            self.normal.append(match.group())
-            if not match.group().startswith("&"):  # `&>` takes no fd number before it
-                self.current[:] = [_TRAILING_FD.sub("", "".join(self.current))]
-            return len(match.group())
-        if (op := next((o for o in _CONTROL_OPERATORS if command.startswith(o, i)), None)) is not None:
-            while op == "\n" and self.normal and self.normal[-1] == " ":
-                self.normal.pop()
-            self.normal.append(op)
-            self.cut()
-            return len(op)
-        self.opaque = self.opaque or char in "<>"  # a redirection to or from a file
-        return self.take(char)
-
-
-def _deny_forms(words: list[str]) -> list[list[str]]:
-    """The ways a deny rule may see one simple command: as written, by the head's basename,
-    and without leading wrappers and assignments (`sudo /bin/rm` is still `rm`)."""
-    forms = [words]
-    rest = list(words)
-    while rest and (rest[0] in _WRAPPERS or _ASSIGNMENT.match(rest[0])):
-        rest = rest[1:]
-        while rest and rest[0].startswith("-"):  # the wrapper's own options
-            rest = rest[1:]
-    for candidate in (words, rest):
-        if candidate:
-            forms += [candidate, [os.path.basename(candidate[0]), *candidate[1:]]]
-    return forms
+def _strongest(matches: Iterable[Match]) -> Match:
+    found: Match = "no"
+    for match in matches:
+        if match == "yes":
+            return "yes"
+        if match == "maybe":
+            found = "maybe"
+    return found
 
 
 # --- paths --------------------------------------------------------------------------
@@ -284,17 +216,16 @@ class Rule:
     def is_prefix(self) -> bool:
         return self.spec is not None and self.spec.endswith(":*")
 
-    def matches_command_text(self, command: ParsedCommand) -> bool:
-        """An exact rule against the whole (normalised) command, compound or not."""
-        return self.spec is not None and not self.is_prefix and parse_command(self.spec).text == command.text
+    def matches_command_text(self, script: Script) -> bool:
+        """An exact rule against the whole command (normalised blanks), compound or not."""
+        return self.spec is not None and not self.is_prefix and parse_script(self.spec).text == script.text
 
-    def matches_words(self, words: Sequence[str]) -> bool:
+    def match_words(self, words: Sequence[Word]) -> Match:
         """Against one simple command's words: equal, or starting with a prefix rule's words."""
         if self.spec is None:
-            return True
+            return "yes"
         body = self.spec.removesuffix(":*") if self.is_prefix else self.spec
-        expected = _split_words(body) or body.split()
-        return list(words[: len(expected)]) == expected if self.is_prefix else list(words) == expected
+        return _match_words(_rule_words(body), words, prefix=self.is_prefix)
 
     # path specs
 
@@ -312,22 +243,25 @@ PATH_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "G
 SETTINGS_DIR = ".todo-agent"
 
 
-def _command_allowed(command: ParsedCommand, rules: list[Rule]) -> bool:
-    if any(r.matches_command_text(command) for r in rules):
+def _command_allowed(analysis: Analysis, rules: list[Rule]) -> bool:
+    """Allow rules are the strict side: the command as written (assignments included), every
+    simple command matching; anything opaque matches only an exact rule."""
+    script = analysis.script
+    if any(r.matches_command_text(script) for r in rules):
         return True
-    if command.opaque or not command.parts:
+    if script.substitution or script.file_redirect or script.unknown or not script.commands:
         return False
-    return all(words is not None and any(r.matches_words(words) for r in rules) for words in command.words)
+    return all(
+        any(r.match_words((*c.assignments, *c.words)) == "yes" for r in rules) for c in script.commands if c.words
+    ) and any(c.words for c in script.commands)
 
 
-def _command_denied(command: ParsedCommand, rules: list[Rule]) -> bool:
-    if any(r.matches_command_text(command) for r in rules):
-        return True
-    for part, words in zip(command.parts, command.words, strict=True):
-        forms = _deny_forms(words if words is not None else part.split())
-        if any(r.matches_words(form) for form in forms for r in rules):
-            return True
-    return False
+def _command_denied(analysis: Analysis, rules: list[Rule]) -> Match:
+    """Deny rules match any form of any program the line runs; an unreadable line may run anything."""
+    if any(r.matches_command_text(analysis.script) for r in rules):
+        return "yes"
+    found = _strongest(r.match_words(form) for command in analysis.commands for form in command.forms for r in rules)
+    return "maybe" if found == "no" and not analysis.complete else found
 
 
 @dataclass
@@ -363,16 +297,12 @@ class PermissionPolicy:
 
     def decide(self, tool: str, kind: str, args: dict[str, Any]) -> Decision:
         """See the module docstring for the order."""
-        if self._hits(self.deny, tool, args, deny=True):
-            return Decision("deny", f"{tool} is denied by a permission rule")
-        if self.mode == "bypassPermissions":
-            return Decision("allow")
-        if self.mode == "plan" and kind in ("edit", "execute"):
-            return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
+        if (first := self._rules_and_mode(tool, kind, args)) is not None:
+            return first
         path = self._path_subject(tool, args)
         if tool in ("Edit", "Write") and path is not None and _in_settings_dir(path):
             return Decision("ask", f"{SETTINGS_DIR}/ holds todo-agent's own settings: changes to it always ask")
-        allowed = self._hits([*self.allow, *self.session_allow], tool, args, deny=False)
+        allowed = self._hits([*self.allow, *self.session_allow], tool, args)
         if path is not None and path.relative is None and not allowed:
             return Decision("ask", "the path is outside the workspace", outside_workspace=True)
         if allowed or kind in ("read", "task"):
@@ -381,7 +311,49 @@ class PermissionPolicy:
             return Decision("allow")
         return Decision("ask", f"{tool} needs approval in {self.mode} mode")
 
-    def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any], *, deny: bool) -> bool:
+    def _rules_and_mode(self, tool: str, kind: str, args: dict[str, Any]) -> Decision | None:
+        """Steps 1-3: deny rules, then the modes that decide alone."""
+        denied = self._denied(tool, args)
+        if denied == "yes":
+            return Decision("deny", f"{tool} is denied by a permission rule")
+        if denied == "maybe" and (uncertain := self._uncertain(tool, args)) is not None:
+            return uncertain
+        if self.mode == "bypassPermissions":
+            return Decision("allow")
+        if self.mode == "plan" and kind in ("edit", "execute"):
+            return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
+        return None
+
+    def _uncertain(self, tool: str, args: dict[str, Any]) -> Decision | None:
+        """A command that may run a denied program: denied where nobody is asked first
+        (bypassPermissions; headless turns the "ask" into a denial), asked otherwise,
+        unless the person allowed exactly this command."""
+        command = args.get("command")
+        analysis = analyse(command) if isinstance(command, str) else None
+        why = "; ".join(analysis.unknown) if analysis is not None and analysis.unknown else "a word is computed"
+        reason = f"this command cannot be checked against the deny rules ({why})"
+        if self.mode == "bypassPermissions":
+            return Decision("deny", reason)
+        if self.mode == "plan":
+            return None  # plan mode denies every command anyway, with its own reason
+        exact = [r for r in (*self.allow, *self.session_allow) if r.tool == tool and r.spec and not r.is_prefix]
+        if analysis is not None and any(r.matches_command_text(analysis.script) for r in exact):
+            return Decision("allow")
+        return Decision("ask", reason)
+
+    def _denied(self, tool: str, args: dict[str, Any]) -> Match:
+        rules = [r for r in self.deny if r.tool == tool]
+        if any(r.spec is None for r in rules):
+            return "yes"
+        if not rules:
+            return "no"
+        if tool == "Bash":
+            command = args.get("command")
+            return _command_denied(analyse(command), rules) if isinstance(command, str) else "no"
+        path = self._path_subject(tool, args)
+        return "yes" if path is not None and any(r.matches_path(path) for r in rules) else "no"
+
+    def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any]) -> bool:
         rules = [r for r in rules if r.tool == tool]
         if any(r.spec is None for r in rules):
             return True
@@ -389,10 +361,7 @@ class PermissionPolicy:
             return False
         if tool == "Bash":
             command = args.get("command")
-            if not isinstance(command, str):
-                return False
-            parsed = parse_command(command)
-            return _command_denied(parsed, rules) if deny else _command_allowed(parsed, rules)
+            return isinstance(command, str) and _command_allowed(analyse(command), rules)
         path = self._path_subject(tool, args)
         return path is not None and any(r.matches_path(path) for r in rules)
 
@@ -464,13 +433,35 @@ def _in_settings_dir(path: PathSubject) -> bool:
 
 
 def _suggest_command_rule(command: str) -> str:
-    """`Bash(<head>:*)` for one plain command; the exact command when a prefix would be too
-    broad (compound, substitutions, redirections, `cd`/`sudo`/`env`-style heads)."""
-    parsed = parse_command(command)
-    words = parsed.words[0] if len(parsed.parts) == 1 else None
-    if parsed.opaque or not words or words[0] in _NO_PREFIX_HEADS or _ASSIGNMENT.match(words[0]):
-        return f"Bash({parsed.text})"
-    head = words[:2] if words[0] in _TWO_WORD_HEADS and len(words) > 1 else words[:1]
-    if head[-1] == "-m" and len(words) > len(head):  # `python -m pytest`: the module is the command
-        head = words[: len(head) + 1]
-    return f"Bash({shlex.join(head)}:*)"
+    """`Bash(<program> [subcommand]:*)` for one plain command; the exact command whenever a
+    prefix would allow more than the person saw: compound commands, substitutions,
+    redirections, wrappers, and programs whose options or scripts run arbitrary code
+    (`python3 -c`, `node -e`, `git -c`, `sed`, `find`, `awk`)."""
+    analysis = analyse(command)
+    script = analysis.script
+    exact = f"Bash({script.text})"
+    if len(script.commands) != 1 or len(analysis.commands) != 1 or script.substitution or script.file_redirect:
+        return exact
+    simple = script.commands[0]
+    words = simple.static_words
+    if not analysis.complete or simple.assignments or not words or words[0] in _NO_PREFIX_HEADS:
+        return exact
+    head = _command_head(words)
+    return exact if head is None else f"Bash({shlex.join(head)}:*)"
+
+
+def _command_head(words: list[str]) -> list[str] | None:
+    """The words a prefix rule should name, or None when only the exact command is safe."""
+    program = words[0]
+    if program not in _SUBCOMMAND_HEADS and not _PYTHON.fullmatch(program):
+        return words[:1]
+    if len(words) < 2 or (words[1].startswith("-") and words[1] != "-m"):
+        return None
+    head = words[:2]
+    if words[1] == "-m" or (words[1] in _RUNNER_SUBCOMMANDS and program not in ("node", "ruby", "perl", "php")):
+        if len(words) < 3 or words[2].startswith("-"):  # `python -m` needs the module, `npm run` the script
+            return None
+        head = words[:3]
+    if program == "git" and words[1] in _GIT_CODE_SUBCOMMANDS:
+        return None
+    return head
