@@ -11,8 +11,10 @@ Decision order for one tool call:
    rule names this very command;
 3. `bypassPermissions` → allow (the mode says so; documented in the README);
 4. `plan` mode → deny anything that writes or executes;
-5. Edit/Write under `<workspace>/.todo-agent/` → ask (the model must not rewrite its own
-   permissions; neither `acceptEdits` nor allow rules approve it);
+5. Edit/Write of a file that decides what runs or what is allowed → ask, whatever
+   `acceptEdits` or allow rules say: `<workspace>/.todo-agent/`, any `.git/` directory
+   (hooks, `core.fsmonitor`), and the user settings directory (reachable when the
+   workspace is `$HOME`);
 6. a path outside the workspace → ask (unless an allow rule matches; relative rules only
    match inside the workspace, so only an absolute rule like `Read(/etc/**)` can);
 7. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
@@ -33,7 +35,7 @@ import re
 import shlex
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from .command_forms import WRAPPERS, Analysis, analyse
@@ -300,8 +302,8 @@ class PermissionPolicy:
         if (first := self._rules_and_mode(tool, kind, args)) is not None:
             return first
         path = self._path_subject(tool, args)
-        if tool in ("Edit", "Write") and path is not None and _in_settings_dir(path):
-            return Decision("ask", f"{SETTINGS_DIR}/ holds todo-agent's own settings: changes to it always ask")
+        if tool in ("Edit", "Write") and path is not None and (protected := _protected(path)) is not None:
+            return Decision("ask", f"{protected}: changes to it always ask")
         allowed = self._hits([*self.allow, *self.session_allow], tool, args)
         if path is not None and path.relative is None and not allowed:
             return Decision("ask", "the path is outside the workspace", outside_workspace=True)
@@ -427,9 +429,31 @@ class PermissionPolicy:
         return path if path.is_absolute() else self.workspace / path
 
 
-def _in_settings_dir(path: PathSubject) -> bool:
-    # casefold: on a case-insensitive file system `.TODO-AGENT/` is the same directory.
-    return path.relative is not None and path.relative.split("/")[0].casefold() == SETTINGS_DIR
+def _protected(path: PathSubject) -> str | None:
+    """Why an edit of `path` is an edit of permissions (what runs or what is allowed), or None.
+
+    Names are compared casefolded: on a case-insensitive file system `.GIT/` is `.git/`.
+    """
+    if path.relative is not None and path.relative.split("/")[0].casefold() == SETTINGS_DIR:
+        return f"{SETTINGS_DIR}/ holds todo-agent's own settings"
+    if ".git" in (part.casefold() for part in PurePosixPath(path.absolute).parts):
+        return ".git/ holds hooks and configuration that git runs"
+    config_dir = _user_config_dir()
+    absolute = Path(path.absolute)
+    if absolute == config_dir or config_dir in absolute.parents:
+        return f"{config_dir} holds your todo-agent settings"
+    return None
+
+
+def _user_config_dir() -> Path:
+    """The user settings file's directory, resolved (looked up per call: tests and users
+    may point XDG_CONFIG_HOME elsewhere)."""
+    from platformdirs import user_config_dir
+
+    try:
+        return Path(user_config_dir("todo-agent", appauthor=False)).resolve()
+    except (OSError, RuntimeError):
+        return Path(user_config_dir("todo-agent", appauthor=False))
 
 
 def _suggest_command_rule(command: str) -> str:
