@@ -1,6 +1,9 @@
 """Running one response's tool calls: approval, concurrency, results, queued events.
 
-Consecutive read-only calls (Read, Glob, Grep, task tools) run concurrently; any call
+Each call's permission is decided immediately before it runs, never earlier: a command
+earlier in the batch may have changed what a path means (a symlink made by an allowed
+`git checkout`). Consecutive file/search reads that are allowed at that moment run
+concurrently with each other, but never ahead of an earlier write or command; any call
 that may need approval runs alone, in order, after the awaited approval. Events that
 tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
 yields at most one event of each coalescable kind (its final state).
@@ -40,14 +43,12 @@ class Prepared:
     tool: Tool | None
     args: dict[str, Any]
     error: str | None
-    allowed: bool = False
-    """Permitted without asking, as decided when the batch was prepared."""
 
     @property
-    def concurrent(self) -> bool:
+    def is_read(self) -> bool:
         # Only file/search reads overlap. Task tools run in order, so a TaskList after a
         # TaskCreate in the same response sees the new task.
-        return self.error is None and self.tool is not None and self.tool.kind == "read" and self.allowed
+        return self.error is None and self.tool is not None and self.tool.kind == "read"
 
 
 Status = Literal["ok", "error", "denied", "cancelled"]
@@ -73,9 +74,10 @@ class BatchRunner:
         self.answered: set[str] = set()
 
     async def run(self) -> AsyncIterator[Event]:
-        for group in self._groups():
-            if self.rejected:
-                break
+        position = 0
+        while position < len(self.prepared) and not self.rejected:
+            group = self._next_group(position)
+            position += len(group)
             for item in group:
                 yield self._started(item)
             if len(group) == 1:
@@ -123,17 +125,19 @@ class BatchRunner:
             args = parse_arguments(call.arguments)
         except ToolError as exc:
             return Prepared(call, tool, {}, f"Error: {exc}")
-        verdict = self.agent.permissions.decide(tool.name, tool.kind, args).verdict
-        return Prepared(call, tool, args, None, allowed=verdict == "allow")
+        return Prepared(call, tool, args, None)
 
-    def _groups(self) -> list[list[Prepared]]:
-        groups: list[list[Prepared]] = []
-        for item in self.prepared:
-            if item.concurrent and groups and groups[-1][-1].concurrent:
-                groups[-1].append(item)
-            else:
-                groups.append([item])
-        return groups
+    def _next_group(self, start: int) -> list[Prepared]:
+        """The calls to run next, from `start`: the reads there that are allowed right now
+        (decided now, after everything before them has run), or else the one call there."""
+        group: list[Prepared] = []
+        for item in self.prepared[start:]:
+            if not (item.is_read and item.tool is not None):
+                break
+            if self.agent.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
+                break
+            group.append(item)
+        return group or [self.prepared[start]]
 
     def _started(self, item: Prepared) -> ToolStarted:
         summary = ""
@@ -153,7 +157,7 @@ class BatchRunner:
         if decision.verdict == "ask":
             answer = await self._ask(item, decision.reason, decision.outside_workspace)
             if answer is None:
-                return Outcome(NO_APPROVER, "denied")
+                return Outcome(f"{NO_APPROVER} (It asks because {decision.reason}.)", "denied")
             if answer.decision == "no":
                 self.rejected = True
                 return Outcome("The user rejected this tool call and stopped the turn.", "denied")
