@@ -225,7 +225,9 @@ class BatchRunner:
 
     def _context(self, item: Prepared) -> ToolContext:
         agent = self.agent
-        return ToolContext(item.call.id, agent.workspace, agent.session, agent.extras)
+        return ToolContext(
+            item.call.id, agent.workspace, agent.session, agent.extras, read_denied=agent.permissions.read_denied
+        )
 
     def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
         self.answered.add(item.call.id)

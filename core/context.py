@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ class ToolContext:
     session: Session | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     pending_events: list[Event] = field(default_factory=list)
+    read_denied: Callable[[str], bool] = field(default=lambda path: False)
+    """Whether a deny rule covers reading this path: search tools leave it out of results."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)

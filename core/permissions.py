@@ -28,7 +28,6 @@ A caller with no way to ask (headless) turns "ask" into a denial that says why.
 
 from __future__ import annotations
 
-import fnmatch
 import glob
 import os
 import re
@@ -39,12 +38,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from .command_forms import WRAPPERS, Analysis, analyse
+from .globs import compile_glob, covers, split_literal_prefix
 from .shell import Script, Word, parse_script
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 Verdict = Literal["allow", "ask", "deny"]
+PATH_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "Glob": "path", "Grep": "path"}
 
 
 @dataclass(frozen=True)
@@ -150,21 +151,10 @@ def _strongest(matches: Iterable[Match]) -> Match:
 
 # --- paths --------------------------------------------------------------------------
 
-_GLOB_MAGIC = re.compile(r"[*?\[{]")  # what the Glob tool treats as a pattern character
-
 
 def glob_literal_dir(pattern: str) -> str:
-    """The directory a Glob pattern starts its walk in: `../*` → `..`, `/etc/pass*` → `/etc`.
-
-    Mirrors the Glob tool: leading segments without pattern characters, never the last one.
-    """
-    literal: list[str] = []
-    for segment in pattern.split("/")[:-1]:
-        if _GLOB_MAGIC.search(segment):
-            break
-        literal.append(segment)
-    prefix = "/".join(literal)
-    return (prefix or "/") if pattern.startswith("/") else prefix
+    """The directory a Glob pattern starts its walk in: `../*` → `..`, `/etc/pass*` → `/etc`."""
+    return split_literal_prefix(pattern)[0]
 
 
 @dataclass(frozen=True)
@@ -173,14 +163,6 @@ class PathSubject:
     """Resolved (symlinks followed), posix."""
     relative: str | None
     """Workspace-relative posix, or None outside the workspace."""
-
-
-def _path_pattern_matches(pattern: str, path: str) -> bool:
-    """Glob match where `dir`, `dir/` and `dir/**` also cover the directory itself and all below."""
-    if fnmatch.fnmatchcase(path, pattern):
-        return True
-    base = pattern.removesuffix("/**").rstrip("/")
-    return bool(base) and (fnmatch.fnmatchcase(path, base) or fnmatch.fnmatchcase(path, base + "/*"))
 
 
 # --- rules --------------------------------------------------------------------------
@@ -204,6 +186,8 @@ class Rule:
             spec = rest[:-1].strip()
             if spec.removesuffix(":*").strip() == "" and spec.endswith(":*"):
                 raise ValueError(f"not a permission rule: {text!r} (an empty prefix would allow everything)")
+            if name.strip() in PATH_TOOLS and spec:
+                compile_glob(os.path.expanduser(spec))  # ValueError: "invalid glob pattern …"
             return cls(name.strip(), spec)
         if not text or not text.replace("_", "").isalnum():
             raise ValueError(f"not a permission rule: {text!r} (expected e.g. Bash(git status) or Edit(src/**))")
@@ -237,12 +221,24 @@ class Rule:
             return True
         pattern = os.path.expanduser(self.spec)
         if os.path.isabs(pattern):
-            return _path_pattern_matches(pattern, subject.absolute)
-        return subject.relative is not None and _path_pattern_matches(pattern, subject.relative)
+            return covers(pattern, subject.absolute)
+        return subject.relative is not None and covers(pattern, subject.relative)
 
 
-PATH_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "Glob": "path", "Grep": "path"}
 SETTINGS_DIR = ".todo-agent"
+_READING = frozenset({"Read", "Grep", "Glob"})
+_WRITING = frozenset({"Edit", "Write"})
+
+
+def _rule_tools(tool: str, *, deny: bool) -> frozenset[str]:
+    """Which tools' path rules apply to a call of `tool`: a path rule covers every tool of
+    its kind (reading: Read, Grep, Glob; writing: Edit, Write), and a deny on reading also
+    covers Edit, whose result shows the file's lines. Bash and tool-only rules: just the tool."""
+    if tool in _READING:
+        return _READING
+    if tool == "Edit" and deny:
+        return _READING | _WRITING
+    return _WRITING if tool in _WRITING else frozenset({tool})
 
 
 def _command_allowed(analysis: Analysis, rules: list[Rule]) -> bool:
@@ -344,9 +340,10 @@ class PermissionPolicy:
         return Decision("ask", reason)
 
     def _denied(self, tool: str, args: dict[str, Any]) -> Match:
-        rules = [r for r in self.deny if r.tool == tool]
-        if any(r.spec is None for r in rules):
+        if any(r.tool == tool and r.spec is None for r in self.deny):
             return "yes"
+        family = _rule_tools(tool, deny=True)
+        rules = [r for r in self.deny if r.tool in family and r.spec is not None]
         if not rules:
             return "no"
         if tool == "Bash":
@@ -356,9 +353,10 @@ class PermissionPolicy:
         return "yes" if path is not None and any(r.matches_path(path) for r in rules) else "no"
 
     def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any]) -> bool:
-        rules = [r for r in rules if r.tool == tool]
-        if any(r.spec is None for r in rules):
+        if any(r.tool == tool and r.spec is None for r in rules):
             return True
+        family = _rule_tools(tool, deny=False)
+        rules = [r for r in rules if r.tool in family and r.spec is not None]
         if not rules:
             return False
         if tool == "Bash":
@@ -399,6 +397,12 @@ class PermissionPolicy:
             return f"{tool}({glob.escape(path.absolute)})"
         return f"{tool}({glob.escape(directory.as_posix()).rstrip('/')}/**)"
 
+    def read_denied(self, path: str) -> bool:
+        """Whether a deny rule on reading covers `path`: Grep and Glob leave such files out
+        of their results (the rule checked the search root; this checks what it found)."""
+        rules = [r for r in self.deny if r.tool in _READING and r.spec is not None]
+        return bool(rules) and any(r.matches_path(self._subject(Path(path))) for r in rules)
+
     def _path_subject(self, tool: str, args: dict[str, Any]) -> PathSubject | None:
         """The path a path tool touches (for Glob, where its pattern starts walking), or None."""
         key = PATH_TOOLS.get(tool)
@@ -414,6 +418,9 @@ class PermissionPolicy:
         pattern = args.get("pattern")
         if tool == "Glob" and isinstance(pattern, str):
             base = base / glob_literal_dir(pattern)  # `../*` or `/etc/*` walks elsewhere
+        return self._subject(base)
+
+    def _subject(self, base: Path) -> PathSubject:
         try:
             resolved = base.resolve()
         except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: not inside

@@ -6,7 +6,9 @@ is also the fallback when ripgrep rejects a pattern that Python's `re` accepts.
 
 Neither reports a file that resolves (through a symlink) outside the workspace when the
 search started inside it: the permission check approved the searched path, not wherever
-its links point. Grep reads regular files only: a FIFO would block forever, a device
+its links point. Nor does either report a file that a deny rule on reading covers
+(`Read(.env)`): the rule was checked against the search root, and is checked again
+against everything found. Grep reads regular files only: a FIFO would block forever, a device
 (`/dev/zero`) never ends.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..context import ToolContext
+from ..globs import compile_glob, split_literal_prefix
 from .base import Tool, ToolError, load_description, object_schema, require_str, short
 from .files import BINARY_SAMPLE, display_path, looks_binary, path_arg, printable
 
@@ -35,90 +38,16 @@ MAX_MATCHES = 250
 MAX_OUTPUT_BYTES = 30_000
 MAX_MATCH_CHARS = 500
 _CHUNK = 65_536
-_MAGIC = re.compile(r"[*?\[{]")
 
 
 # --- glob patterns ------------------------------------------------------------------
 
 
-def _split_alternatives(body: str) -> list[str]:
-    """Split `a,b{c,d}` at top-level commas only."""
-    parts, depth, current = [], 0, ""
-    for char in body:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        current += char
-    return [*parts, current]
-
-
-def _closing(pattern: str, start: int, open_char: str, close_char: str) -> int:
-    """Index of the bracket closing the one at `start`, or -1."""
-    depth = 0
-    for index in range(start, len(pattern)):
-        if pattern[index] == open_char:
-            depth += 1
-        elif pattern[index] == close_char:
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
-
-
-def _translate(pattern: str) -> str:
-    """Glob to regex source: `*` and `?` stay within a path segment, `**` crosses them,
-    `[...]` is a character class and `{a,b}` an alternation."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")  # zero or more directories
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        char = pattern[i]
-        end = -1
-        if char == "[":
-            end = pattern.find("]", i + 2)
-            if end != -1:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
-        elif char == "{":
-            end = _closing(pattern, i, "{", "}")
-            if end != -1:
-                out.append("(?:" + "|".join(_translate(p) for p in _split_alternatives(pattern[i + 1 : end])) + ")")
-        if end != -1:
-            i = end + 1
-            continue
-        out.append({"*": "[^/]*", "?": "[^/]"}.get(char) or re.escape(char))
-        i += 1
-    return "".join(out)
-
-
 def glob_regex(pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
-    except re.error as exc:
-        raise ToolError(f"invalid glob pattern {pattern!r}: {exc}") from exc
-
-
-def _split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """`src/app/**/*.py` → (`src/app`, `**/*.py`): walk only where matches can be.
-
-    The last segment always stays in the pattern, so a plain file name still matches.
-    """
-    parts = pattern.split("/")
-    literal = 0
-    while literal < len(parts) - 1 and not _MAGIC.search(parts[literal]):
-        literal += 1
-    prefix = "/".join(parts[:literal])
-    if pattern.startswith("/") and not prefix:
-        prefix = "/"
-    return prefix, "/".join(parts[literal:])
+        return compile_glob(pattern)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from exc
 
 
 # --- Glob ---------------------------------------------------------------------------
@@ -165,8 +94,11 @@ def _links_out(path: str | Path, boundary: Path) -> bool:
     return os.path.islink(path) and not _within(path, boundary)
 
 
-def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None, boundary: Path) -> list[tuple[float, str]]:
-    """(mtime, path) of every file under `root` whose relative path matches."""
+def _find_files(
+    root: Path, regex: re.Pattern[str], max_depth: int | None, boundary: Path, hidden: Callable[[str], bool]
+) -> list[tuple[float, str]]:
+    """(mtime, path) of every file under `root` whose relative path matches, except those
+    outside `boundary` and those `hidden` by a deny rule."""
     found: list[tuple[float, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
@@ -176,7 +108,7 @@ def _find_files(root: Path, regex: re.Pattern[str], max_depth: int | None, bound
         for name in filenames:
             if regex.match(prefix + name):
                 full = os.path.join(dirpath, name)
-                if _links_out(full, boundary):
+                if _links_out(full, boundary) or hidden(full):
                     continue
                 try:
                     found.append((os.stat(full).st_mtime, full))
@@ -191,11 +123,13 @@ async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     base = _search_root(args, ctx)
     if not base.is_dir():
         raise ToolError(f"{display_path(base, ctx)} is not a directory")
-    prefix, rest = _split_literal_prefix(pattern)
+    prefix, rest = split_literal_prefix(pattern)
     # Without `**` a pattern reaches a fixed depth; no need to walk below it.
     max_depth = None if "**" in rest else rest.count("/")
     root = base / prefix
-    found = await asyncio.to_thread(_find_files, root, glob_regex(rest), max_depth, _boundary(root, ctx))
+    found = await asyncio.to_thread(
+        _find_files, root, glob_regex(rest), max_depth, _boundary(root, ctx), ctx.read_denied
+    )
     if not found:
         return "No files found"
     lines = [display_path(Path(full), ctx) for _, full in found[:MAX_FILES]]
@@ -255,9 +189,12 @@ class _Matches:
         return True
 
 
-def _candidate_files(target: Path, file_glob: str | None, boundary: Path) -> Iterator[Path]:
+def _candidate_files(
+    target: Path, file_glob: str | None, boundary: Path, hidden: Callable[[str], bool]
+) -> Iterator[Path]:
     if target.is_file():
-        yield target
+        if not hidden(str(target)):
+            yield target
         return
     # Like rg --glob: a pattern without "/" matches the file name at any depth.
     matcher = glob_regex(file_glob) if file_glob else None
@@ -267,8 +204,9 @@ def _candidate_files(target: Path, file_glob: str | None, boundary: Path) -> Ite
         rel_dir = os.path.relpath(dirpath, target)
         for name in sorted(filenames):
             rel = name if by_name or rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            if (matcher is None or matcher.match(rel)) and not _links_out(Path(dirpath, name), boundary):
-                yield Path(dirpath, name)
+            full = Path(dirpath, name)
+            if (matcher is None or matcher.match(rel)) and not _links_out(full, boundary) and not hidden(str(full)):
+                yield full
 
 
 def _open_regular(file: Path) -> IO[bytes] | None:
@@ -312,9 +250,15 @@ def _search_file(regex: re.Pattern[str], file: Path, matches: _Matches) -> bool:
 
 
 def _python_grep(
-    regex: re.Pattern[str], target: Path, file_glob: str | None, boundary: Path, matches: _Matches
+    regex: re.Pattern[str],
+    target: Path,
+    file_glob: str | None,
+    boundary: Path,
+    matches: _Matches,
+    *,
+    hidden: Callable[[str], bool],
 ) -> None:
-    for file in _candidate_files(target, file_glob, boundary):
+    for file in _candidate_files(target, file_glob, boundary, hidden):
         if not _search_file(regex, file, matches):
             return
 
@@ -400,12 +344,13 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
         return display_path(Path(path), ctx)
 
     def keep(path: str) -> bool:
-        return _within(path, boundary)
+        return _within(path, boundary) and not ctx.read_denied(path)
 
     matches = _Matches(show, keep)
     if not (rg and await _ripgrep(rg, pattern, target, file_glob, matches)):
         matches = _Matches(show, keep)
-        await asyncio.to_thread(_python_grep, regex, target, file_glob, boundary, matches)
+        walk = functools.partial(_python_grep, hidden=ctx.read_denied)
+        await asyncio.to_thread(walk, regex, target, file_glob, boundary, matches)
     if not matches.rows:
         return "No matches found"
     text = "\n".join(matches.rows)
