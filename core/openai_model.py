@@ -20,6 +20,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
 from .model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
+from .redact import mask_url, redact
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_DETAIL = 200
@@ -42,10 +43,12 @@ class OpenAIChatModel:
         timeout: float = 600,
     ) -> None:
         self._model = model
+        self._raw_base_url = base_url
         try:
             self._client = self._make_client(base_url, api_key, max_retries, timeout)
         except Exception as exc:  # the SDK raises its HTTP library's own errors for a bad URL
-            raise ModelError(f"cannot use base URL {base_url!r}: {exc}") from exc
+            shown = mask_url(base_url or "")
+            raise ModelError(redact(f"cannot use base URL {shown!r}: {exc}", base_url)) from exc
         self._send_stream_options = True
         self._generated_ids = 0
 
@@ -64,14 +67,24 @@ class OpenAIChatModel:
 
     @property
     def base_url(self) -> str:
-        return str(self._client.base_url).rstrip("/")
+        """The server's URL as messages show it: credentials in it masked."""
+        return mask_url(str(self._client.base_url).rstrip("/"))
 
     async def aclose(self) -> None:
         """Release the HTTP connection pool."""
         await self._client.close()
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`."""
+        """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`
+        (whose message never shows a credential from the base URL)."""
+        try:
+            async for item in self._stream(messages, tools):
+                yield item
+        except ModelError as exc:
+            raw = self._raw_base_url or str(self._client.base_url)
+            raise ModelError(redact(exc.message, raw), retryable=exc.retryable) from exc
+
+    async def _stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
         stream = await self._open(messages, tools)
         assembler = _Assembler()
         async with stream:  # closes the HTTP response on cancellation, errors and early exit

@@ -173,7 +173,8 @@ class Runtime:
             system_prompt=self.system.prompt,
             session=self.session,
             approver=self.approver,
-            extras={"tasks": self.store},
+            # The API key variables stay out of every command's environment.
+            extras={"tasks": self.store, "hidden_env": frozenset({"OPENAI_API_KEY", self.config.api_key_env})},
             lifecycle=lifecycle,
             options=AgentOptions(),
         )

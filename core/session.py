@@ -5,14 +5,18 @@ is `$TODO_AGENT_HOME` or the platform's user data dir and `<project>` names the
 working directory (its basename and a short hash of the full path).
 Line 1 is a header `{"type": "session", ...}`; every further line is
 `{"type": "message", "message": {...}}`, appended and flushed as it happens.
+Transcripts hold everything the model read: `sessions/` and each project folder are
+private (0700) and every file in them is created 0600.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,24 @@ def project_dir(workspace: Path, root: Path | None = None) -> Path:
     digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
     name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in resolved.name) or "root"
     return (root or data_root()) / "sessions" / f"{name}-{digest}"
+
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(directory: Path) -> Path:
+    """Create `directory` (and its parent `sessions/`) readable by the user alone."""
+    directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    for path in (directory.parent, directory):  # also folders made before this was so
+        with contextlib.suppress(OSError):
+            if stat.S_IMODE(path.stat().st_mode) != PRIVATE_DIR:
+                path.chmod(PRIVATE_DIR)
+    return directory
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags, PRIVATE_FILE)
 
 
 @dataclass(frozen=True)
@@ -74,8 +96,7 @@ class Session:
 
     @classmethod
     def create(cls, workspace: Path, root: Path | None = None) -> Session:
-        directory = project_dir(workspace, root)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_dir(project_dir(workspace, root))
         session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
         session = cls(session_id, directory / f"{session_id}.jsonl")
         # Written with the first message: a launch that is quit at once leaves no empty
@@ -147,7 +168,8 @@ class Session:
             return
         self.messages = repaired
         try:
-            self.path.with_name(self.path.name + ".bak").write_bytes(original)
+            with open(self.path.with_name(self.path.name + ".bak"), "wb", opener=_private_opener) as backup:
+                backup.write(original)
             self._rewrite(header or self._header_line())
         except OSError as exc:  # the repaired history still serves this run
             self.warnings.append(f"could not save the repaired session ({exc.strerror or exc}); kept in memory")
@@ -161,7 +183,7 @@ class Session:
         self.close()
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         try:
-            with tmp.open("wb") as f:
+            with open(tmp, "wb", opener=_private_opener) as f:
                 f.write(header.rstrip(b"\n") + b"\n")
                 for message in self.messages:
                     f.write((json.dumps(self._record(message), ensure_ascii=False) + "\n").encode())
@@ -182,7 +204,8 @@ class Session:
 
     def _write_line(self, record: dict[str, Any]) -> None:
         if self._handle is None or self._handle.closed:
-            self._handle = self.path.open("a", encoding="utf-8")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+            self._handle = os.fdopen(fd, "a", encoding="utf-8")
         if self._pending_header is not None:
             header, self._pending_header = self._pending_header, None
             self._handle.write(json.dumps(header, ensure_ascii=False) + "\n")

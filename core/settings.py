@@ -7,8 +7,9 @@ A broken settings file never stops the program: it is reported (path, line, what
 wrong) and ignored as a whole, so a half-read file cannot half-apply.
 
 A project file arrives with a cloned repository, so it is trusted less: it cannot set
-`permission_mode = "bypassPermissions"`, `base_url` or `api_key_env` (each ignored with a
-warning: the last two could send the user's key to a server the repository chose), and
+`permission_mode = "bypassPermissions"`, `base_url`, `api_key_env` or a `script:` model
+(each ignored with a warning: the middle two could send the user's key to a server the
+repository chose, and a script makes whatever tool calls its file says), and
 the allow rules it brings still apply but are listed at start-up (`Runtime.startup_notices`).
 """
 
@@ -243,6 +244,11 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
             f'{path}: permission_mode = "bypassPermissions" ignored: a project file cannot turn approvals off '
             "(use --permission-mode or the user settings file)"
         )
+    if str(data.get("model", "")).startswith("script:"):
+        # A scripted "model" makes whatever tool calls its file says: in a permissive mode
+        # that is a repository running its own commands.
+        del data["model"]
+        config.warnings.append(f"{path}: a script: model ignored: a project file cannot choose one (use --model)")
     for key in ("base_url", "api_key_env"):
         # Pointing the client elsewhere, or at another variable, could send the user's key
         # to a server the repository chose.

@@ -33,6 +33,13 @@ _OUTPUT_GRACE = 0.5
 
 # Plain, uncoloured, non-paging output: nobody is at a terminal to press `q`.
 _ENV_OVERRIDES = {"TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat"}
+HIDDEN_ENV_DEFAULT = frozenset({"OPENAI_API_KEY"})
+"""Variables a command never sees: the model's API key is not the command's business."""
+
+
+def child_env(hidden: frozenset[str] = HIDDEN_ENV_DEFAULT) -> dict[str, str]:
+    """The environment a command runs with: ours, less the API key variables, plus overrides."""
+    return {**{k: v for k, v in os.environ.items() if k not in hidden}, **_ENV_OVERRIDES}
 
 
 class CappedOutput:
@@ -102,7 +109,7 @@ async def _kill_group(proc: Process) -> None:
     await _wait(proc, _KILL_GRACE)
 
 
-async def _spawn(command: str, cwd: Path) -> _Shell:
+async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
     output = asyncio.StreamReader()
@@ -119,7 +126,7 @@ async def _spawn(command: str, cwd: Path) -> _Shell:
             "-c",
             command,
             cwd=cwd,
-            env={**os.environ, **_ENV_OVERRIDES},
+            env=env,
             stdin=DEVNULL,
             stdout=write_fd,
             stderr=STDOUT,
@@ -136,11 +143,11 @@ async def _spawn(command: str, cwd: Path) -> _Shell:
     return _Shell(proc, output, pipe)
 
 
-async def _start(command: str, cwd: Path) -> _Shell:
+async def _start(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
     """Spawn the shell. Starting takes several event-loop steps, and the shell may already
     be running when an interrupt arrives; finish starting it then, so its group can be
     killed (asyncio's own clean-up would kill the shell alone and orphan its children)."""
-    spawning = asyncio.ensure_future(_spawn(command, cwd))
+    spawning = asyncio.ensure_future(_spawn(command, cwd, env))
     try:
         return await asyncio.shield(spawning)
     except asyncio.CancelledError:
@@ -172,13 +179,13 @@ def _with_note(output: str, note: str) -> str:
     return f"{output}\n{note}" if output else note
 
 
-async def run_command(command: str, cwd: Path, time_limit: float) -> ToolResult:
+async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None) -> ToolResult:
     """Run `command` with bash in its own process group and collect capped output.
 
     Returns when the shell exits. Background jobs it started keep running, and what they
-    write after the short grace is not collected.
+    write after the short grace is not collected. `env` defaults to `child_env()`.
     """
-    shell = await _start(command, cwd)
+    shell = await _start(command, cwd, child_env() if env is None else env)
     proc = shell.proc
     output = CappedOutput()
     reading = asyncio.ensure_future(_read_into(shell.output, output))
@@ -216,7 +223,8 @@ async def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         # when the limit is 600, so such values are read that way.
         timeout = round(timeout / 1000)
     timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
-    return await run_command(command, ctx.workspace, timeout)
+    hidden = ctx.extras.get("hidden_env", HIDDEN_ENV_DEFAULT)
+    return await run_command(command, ctx.workspace, timeout, child_env(frozenset(hidden)))
 
 
 BASH = Tool(
