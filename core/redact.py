@@ -32,7 +32,7 @@ def url_secrets(url: str) -> list[str]:
     """The credential strings in `url`, as written and decoded, longest first."""
     try:
         parts = urlsplit(url)
-        found = [parts.password or "", parts.username if parts.password is None else ""]
+        found: list[str] = [parts.password or "", (parts.username or "") if parts.password is None else ""]
     except ValueError:
         return [url] if url else []
     found += [value for _, value in parse_qsl(parts.query, keep_blank_values=True)]
