@@ -153,6 +153,7 @@ class Runtime:
 
     def _attach(self, session: Session) -> None:
         if self.agent.busy:
+            session.close()  # let go of its lock: it is not used after all
             raise RuntimeError("cannot switch sessions while a turn is running")
         self.session.close()
         self.session = session

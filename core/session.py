@@ -7,6 +7,11 @@ Line 1 is a header `{"type": "session", ...}`; every further line is
 `{"type": "message", "message": {...}}`, appended and flushed as it happens.
 Transcripts hold everything the model read: `sessions/` and each project folder are
 private (0700) and every file in them is created 0600.
+
+A session is used by one process at a time: it holds an OS lock on `<id>.lock` from
+create/open to close (the OS drops it when the process dies, so a crash leaves nothing
+stale), and a second process gets a `SessionError` saying so instead of interleaving
+its writes with the first one's.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from filelock import BaseFileLock, FileLock, Timeout
 
 from .history import CANCELLED, repair_history
 from .model import Message
@@ -89,6 +96,22 @@ class Session:
     strict servers reject unknown keys in API messages."""
     _handle: IO[str] | None = field(default=None, repr=False)
     _pending_header: dict[str, Any] | None = field(default=None, repr=False)
+    _lock: BaseFileLock | None = field(default=None, repr=False)
+
+    def _take_lock(self) -> None:
+        """Hold `<id>.lock` until `close()`; SessionError if another process (or another
+        Session object in this one) has the session open."""
+        lock = FileLock(self.path.with_name(f"{self.id}.lock"), timeout=0, mode=PRIVATE_FILE)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise SessionError(
+                f"session {self.id} is in use by another todo-agent (a second process would interleave its "
+                "writes); wait for it to finish, or start a new session"
+            ) from None
+        except OSError as exc:
+            raise SessionError(f"cannot lock session {self.id}: {exc.strerror or exc}") from exc
+        self._lock = lock
 
     @property
     def tasks_path(self) -> Path:
@@ -99,6 +122,7 @@ class Session:
         directory = private_dir(project_dir(workspace, root))
         session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
         session = cls(session_id, directory / f"{session_id}.jsonl")
+        session._take_lock()
         # Written with the first message: a launch that is quit at once leaves no empty
         # session behind for --continue and the picker to offer.
         session._pending_header = {
@@ -111,12 +135,23 @@ class Session:
 
     @classmethod
     def open(cls, path: Path) -> Session:
-        """Load a transcript. Torn or garbled lines are skipped with a warning, never fatal."""
+        """Load a transcript. Torn or garbled lines are skipped with a warning, never fatal.
+        SessionError when it cannot be read or another process has it open."""
+        session = cls(path.stem, path)
+        session._take_lock()
+        try:
+            session._load()
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _load(self) -> None:
+        session, path = self, self.path
         try:
             raw = path.read_bytes()
         except OSError as exc:
             raise SessionError(f"cannot read session {path}: {exc.strerror or exc}") from exc
-        session = cls(path.stem, path)
         lines = raw.split(b"\n")
         if raw and not raw.endswith(b"\n"):
             # A crash mid-append leaves a partial last line; it was never acknowledged.
@@ -129,7 +164,6 @@ class Session:
         if notes:
             session.warnings.append(f"session {session.id} repaired: " + "; ".join(dict.fromkeys(notes)))
             session._apply_repair(repaired, raw, lines[0] if _is_header(lines[0]) else None)
-        return session
 
     def _load_line(self, number: int, line: bytes) -> None:
         if not line.strip():
@@ -180,7 +214,7 @@ class Session:
 
     def _rewrite(self, header: bytes) -> None:
         """Replace the file with the header and the current messages: temp file, fsync, rename."""
-        self.close()
+        self._close_handle()
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         try:
             with open(tmp, "wb", opener=_private_opener) as f:
@@ -212,10 +246,17 @@ class Session:
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
 
-    def close(self) -> None:
+    def _close_handle(self) -> None:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+    def close(self) -> None:
+        """Stop writing and let other processes open the session."""
+        self._close_handle()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _is_header(line: bytes) -> bool:

@@ -68,7 +68,11 @@ def test_cut_off_tool_batch_is_repaired_on_resume(workspace: Path) -> None:
     session.close()
     reopened = Session.open(session.path)
     assert reopened.messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": CANCELLED}
-    assert Session.open(session.path).messages[-1]["tool_call_id"] == "c1"  # persisted, not re-added
+    reopened.close()
+    again = Session.open(session.path)
+    assert again.messages[-1]["tool_call_id"] == "c1"  # persisted, not re-added
+    assert len(again.messages) == len(reopened.messages)
+    again.close()
 
 
 def test_listing_latest_and_find_by_prefix(workspace: Path, tmp_path: Path) -> None:
@@ -140,14 +144,16 @@ def test_unanswered_calls_at_the_end_are_answered_by_appending(workspace: Path) 
     call = {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": "{}"}}
     session.append({"role": "assistant", "content": None, "tool_calls": [call]})
     inode = session.path.stat().st_ino
-    # Another instance opens it while the first is still running its batch.
-    other = Session.open(session.path)
+    # Another instance cannot open it while the first is still running its batch.
+    with pytest.raises(SessionError, match="in use by another todo-agent"):
+        Session.open(session.path)
     session.append({"role": "tool", "tool_call_id": "c1", "content": "late result"}, "ok")
     session.close()
-    other.close()
     assert session.path.stat().st_ino == inode  # not replaced: the first instance's writes land
     assert not session.path.with_name(session.path.name + ".bak").exists()
-    assert "late result" in session.path.read_text()
+    reopened = Session.open(session.path)
+    assert reopened.messages[-1]["content"] == "late result" and not reopened.warnings
+    reopened.close()
 
 
 def test_odd_messages_and_a_garbled_header_are_repaired_with_a_backup(workspace: Path) -> None:

@@ -153,8 +153,8 @@ async def test_cancellation_while_starting_still_kills_the_group(
     spawned, release = asyncio.Event(), asyncio.Event()
     real_spawn = bash._spawn
 
-    async def slow_spawn(command: str, cwd: Path) -> Any:
-        proc = await real_spawn(command, cwd)
+    async def slow_spawn(command: str, cwd: Path, env: dict[str, str]) -> Any:
+        proc = await real_spawn(command, cwd, env)
         spawned.set()
         await release.wait()
         return proc
@@ -230,7 +230,7 @@ async def test_bad_arguments(ctx: ToolContext, args: dict[str, Any], message: st
 async def test_timeout_default_and_clamp(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[float] = []
 
-    async def fake_run(command: str, cwd: Path, time_limit: float) -> ToolResult:
+    async def fake_run(command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None) -> ToolResult:
         seen.append(time_limit)
         return ToolResult("")
 
