@@ -172,7 +172,14 @@ def _parse_step(index: int, raw: Any) -> ScriptStep:
     return ScriptStep(text=str(raw.get("text") or ""), tool_calls=tuple(calls))
 
 
-def create_model(spec: str, *, base_url: str | None, api_key: str | None, script_dir: Path | None = None) -> ChatModel:
+def create_model(
+    spec: str,
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    script_dir: Path | None = None,
+    first_byte_timeout: float = 60.0,
+) -> ChatModel:
     """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
     if spec.startswith("script:"):
         path = Path(spec.removeprefix("script:")).expanduser()
@@ -181,4 +188,4 @@ def create_model(spec: str, *, base_url: str | None, api_key: str | None, script
         return ScriptedModel.from_file(path)
     from .openai_model import OpenAIChatModel  # imported lazily: `import openai` costs ~1 s
 
-    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key)
+    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)

@@ -7,6 +7,7 @@ servers really send, and turns every SDK failure into a one-line `ModelError`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -41,8 +42,12 @@ class OpenAIChatModel:
         api_key: str | None,
         max_retries: int = 3,
         timeout: float = 600,
+        first_byte_timeout: float = 60,
     ) -> None:
+        """`timeout` bounds each read of the stream; `first_byte_timeout` bounds the wait
+        for the server to start answering a request (the SDK's own retries included)."""
         self._model = model
+        self._first_byte_timeout = first_byte_timeout
         self._raw_base_url = base_url
         try:
             self._client = self._make_client(base_url, api_key, max_retries, timeout)
@@ -110,6 +115,18 @@ class OpenAIChatModel:
         return f"call_{self._generated_ids}"
 
     async def _open(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            async with asyncio.timeout(self._first_byte_timeout):
+                return await self._open_with_fallback(messages, tools)
+        except TimeoutError:
+            raise ModelError(
+                f"{self.base_url} sent nothing for {self._first_byte_timeout:g} s after the request (it may be "
+                "overloaded, or still loading the model); raise first_byte_timeout in the settings to wait longer"
+            ) from None
+
+    async def _open_with_fallback(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         try:

@@ -44,7 +44,11 @@ class LazyModel:
     def get(self) -> ChatModel:
         if self._model is None:
             self._model = create_model(
-                self.config.model, base_url=self.config.base_url, api_key=self.config.api_key, script_dir=Path.cwd()
+                self.config.model,
+                base_url=self.config.base_url,
+                api_key=self.config.api_key,
+                script_dir=Path.cwd(),
+                first_byte_timeout=self.config.first_byte_timeout,
             )
         return self._model
 

@@ -35,6 +35,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "context_window": int,
     "compact_threshold": (int, float),
     "reminder_interval": int,
+    "first_byte_timeout": (int, float),
     "tasks": str,
     "permission_mode": str,
     "permissions": dict,
@@ -162,6 +163,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "tasks": _when(lambda v: v in ("v1", "v2"), '\'tasks\' must be "v1" or "v2"'),
     "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
     "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
+    "first_byte_timeout": _when(lambda v: v > 0, "'first_byte_timeout' must be a number of seconds > 0"),
     "ui": _check_ui,
     "permissions": _check_permissions,
     "hooks": _check_hooks,
@@ -182,6 +184,8 @@ class Config:
     reminder_interval: int = 6
     context_window: int | None = None
     compact_threshold: float = 0.8
+    first_byte_timeout: float = 60.0
+    """Seconds to wait for a server to start answering a request."""
     task_panel: PanelPlace = "right"
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
@@ -280,6 +284,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.reminder_interval = data.get("reminder_interval", config.reminder_interval)
     config.context_window = data.get("context_window", config.context_window)
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
+    config.first_byte_timeout = float(data.get("first_byte_timeout", config.first_byte_timeout))
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))
