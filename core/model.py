@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,15 @@ from typing import Any, Protocol
 
 Message = dict[str, Any]
 """One chat-completions message, exactly as sent to the API."""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with lone surrogates (`\\ud83d` escapes in a model's JSON, which decode to no
+    character at all) replaced by U+FFFD, so it can be shown, stored and sent as UTF-8."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 class ModelError(Exception):
@@ -159,7 +169,7 @@ class ScriptedModel:
 
 def _parse_step(index: int, raw: Any) -> ScriptStep:
     if isinstance(raw, str):
-        return ScriptStep(text=raw)
+        return ScriptStep(text=valid_text(raw))
     if not isinstance(raw, dict):
         raise ScriptError(f"step {index + 1} must be an object or a string")
     calls = []
@@ -168,8 +178,9 @@ def _parse_step(index: int, raw: Any) -> ScriptStep:
             raise ScriptError(f"step {index + 1}, tool call {n + 1}: needs a name")
         args = call.get("arguments", {})
         text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        calls.append(ToolCall(id=str(call.get("id") or f"call_{index + 1}_{n + 1}"), name=call["name"], arguments=text))
-    return ScriptStep(text=str(raw.get("text") or ""), tool_calls=tuple(calls))
+        call_id = str(call.get("id") or f"call_{index + 1}_{n + 1}")
+        calls.append(ToolCall(id=valid_text(call_id), name=valid_text(call["name"]), arguments=text))
+    return ScriptStep(text=valid_text(str(raw.get("text") or "")), tool_calls=tuple(calls))
 
 
 def create_model(

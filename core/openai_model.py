@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, C
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
-from .model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
+from .model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
 from .redact import mask_url, redact
 
 _CONNECT_TIMEOUT = 10.0
@@ -99,6 +99,8 @@ class OpenAIChatModel:
                         yield text
             except json.JSONDecodeError as exc:
                 raise ModelError(f"the server sent a malformed stream event ({exc.msg})", retryable=True) from exc
+            except UnicodeDecodeError as exc:
+                raise ModelError("the server sent bytes that are not UTF-8 in its stream", retryable=True) from exc
             except openai.APIConnectionError as exc:
                 if assembler.finish_reason is None:
                     reason = _connection_reason(exc)
@@ -263,11 +265,12 @@ class _Assembler:
 
 
 def _as_text(value: object) -> str:
-    """Delta text as some servers send it: a string, null, or a list of content parts."""
+    """Delta text as some servers send it: a string, null, or a list of content parts;
+    lone surrogates become U+FFFD."""
     if isinstance(value, str):
-        return value
+        return valid_text(value)
     if isinstance(value, list):
-        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+        return valid_text("".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value))
     return ""
 
 

@@ -25,7 +25,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from filelock import BaseFileLock, FileLock, Timeout
 
@@ -168,16 +168,19 @@ class Session:
     def _load_line(self, number: int, line: bytes) -> None:
         if not line.strip():
             return
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        record = _parse_record(line)
+        if record is None:
             self.warnings.append(f"skipped unreadable line {number} in session {self.id}")
             return
-        if isinstance(record, dict) and record.get("type") == "message" and isinstance(record.get("message"), dict):
-            message = record["message"]
-            self.messages.append(message)
-            if isinstance(record.get("status"), str) and message.get("role") == "tool":
-                self.tool_status[str(message.get("tool_call_id"))] = record["status"]
+        if record.get("type") != "message":
+            return  # the header, or a record kind this version does not know
+        message = record.get("message")
+        if not _is_message(message):
+            self.warnings.append(f"skipped line {number} in session {self.id}: not a message this version can use")
+            return
+        self.messages.append(message)
+        if isinstance(record.get("status"), str) and message.get("role") == "tool":
+            self.tool_status[str(message.get("tool_call_id"))] = record["status"]
 
     def append(self, message: Message, status: str | None = None) -> None:
         """Add a message; `status` (tool replies only) says how the call ended."""
@@ -220,7 +223,7 @@ class Session:
             with open(tmp, "wb", opener=_private_opener) as f:
                 f.write(header.rstrip(b"\n") + b"\n")
                 for message in self.messages:
-                    f.write((json.dumps(self._record(message), ensure_ascii=False) + "\n").encode())
+                    f.write((_dump(self._record(message)) + "\n").encode())
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -237,13 +240,14 @@ class Session:
         return record
 
     def _write_line(self, record: dict[str, Any]) -> None:
+        line = _dump(record)
         if self._handle is None or self._handle.closed:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
             self._handle = os.fdopen(fd, "a", encoding="utf-8")
         if self._pending_header is not None:
             header, self._pending_header = self._pending_header, None
-            self._handle.write(json.dumps(header, ensure_ascii=False) + "\n")
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._handle.write(_dump(header) + "\n")
+        self._handle.write(line + "\n")
         self._handle.flush()
 
     def _close_handle(self) -> None:
@@ -259,12 +263,61 @@ class Session:
             self._lock = None
 
 
-def _is_header(line: bytes) -> bool:
+def _dump(record: dict[str, Any]) -> str:
+    """One JSON line, UTF-8 safe: text that cannot be UTF-8 (a lone surrogate) is written
+    as a JSON escape, so the line is still valid and loads back the same."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True)
+    return text
+
+
+def _parse_record(line: bytes) -> dict[str, Any] | None:
+    """A JSON object, or None for anything else: torn, not UTF-8, nested past the parser's
+    depth, or valid JSON that is not an object."""
     try:
         record = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return None
+    return record if isinstance(record, dict) else None
+
+
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def _is_message(message: object) -> TypeGuard[Message]:
+    """The shape the loop and the API rely on; anything else is skipped, never trusted."""
+    if not isinstance(message, dict) or message.get("role") not in _ROLES:
         return False
-    return isinstance(record, dict) and record.get("type") == HEADER_TYPE
+    content = message.get("content")
+    if not (content is None or isinstance(content, str) or _is_parts(content)):
+        return False
+    if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
+        return False
+    calls = message.get("tool_calls")
+    return calls is None or (isinstance(calls, list) and all(_is_call(c) for c in calls))
+
+
+def _is_parts(content: object) -> bool:
+    return isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in content)
+
+
+def _is_call(call: object) -> bool:
+    if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+        return False
+    function = call.get("function")
+    return (
+        isinstance(function, dict)
+        and isinstance(function.get("name"), str)
+        and (isinstance(function.get("arguments"), str))
+    )
+
+
+def _is_header(line: bytes) -> bool:
+    record = _parse_record(line)
+    return record is not None and record.get("type") == HEADER_TYPE
 
 
 def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo]:
@@ -301,12 +354,9 @@ def _info(path: Path) -> SessionInfo:
     try:
         with path.open("rb") as f:
             for line in f:
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                message = record.get("message") if isinstance(record, dict) else None
-                if not isinstance(message, dict):
+                record = _parse_record(line)
+                message = record.get("message") if record is not None else None
+                if not _is_message(message):
                     continue
                 count += 1
                 content = message.get("content")

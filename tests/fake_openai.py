@@ -27,6 +27,8 @@ Script items (dicts):
   finish_reason or `[DONE]`; `clean` ends the HTTP body properly, otherwise the connection
   drops mid-body.
 - `{"raw_events": ["{...}", "not json", "[DONE]"]}`: each string sent as one `data:` event.
+  Any streamed item may set `encoding` (default `utf-8`), e.g. `latin-1` to send bytes
+  that are not UTF-8.
 - `{"stall": true}` alone: read the request and never answer (for timeouts).
 
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
@@ -315,7 +317,7 @@ class FakeOpenAIServer:
         head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Transfer-Encoding: chunked", "Connection: close"]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         for event in _events(body, item, len(self.requests)):
-            data = f"data: {event}\n\n".encode()
+            data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
             writer.write(b"%x\r\n%s\r\n" % (len(data), data))
             await writer.drain()
         if item.get("stall"):

@@ -106,7 +106,10 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
     # Bytes, decoded leniently: a prompt piped from a file in another encoding must not crash.
-    prompt = sys.stdin.buffer.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt
+    raw = sys.stdin.buffer.read() if args.prompt == "-" else os.fsencode(args.prompt)
+    prompt = raw.decode("utf-8", "replace")
+    if "\ufffd" in prompt and "\ufffd" not in raw.decode("utf-8", "ignore"):
+        print("todo-agent: the prompt is not valid UTF-8; its undecodable bytes became U+FFFD", file=sys.stderr)
     try:
         return asyncio.run(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr))
     finally:

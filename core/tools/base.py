@@ -77,7 +77,10 @@ def strict_json(text: str) -> Any:
     def reject(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
-    return json.loads(text, parse_constant=reject)
+    try:
+        return json.loads(text, parse_constant=reject)
+    except RecursionError:
+        raise ValueError("it is nested too deeply") from None
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
@@ -96,7 +99,41 @@ def parse_arguments(raw: str) -> dict[str, Any]:
         raise ToolError(f"invalid JSON in tool arguments ({exc}); send a JSON object") from exc
     if not isinstance(value, dict):
         raise ToolError(f"tool arguments must be a JSON object, got {type(value).__name__}")
+    _check_values(value)
     return value
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Deeper tool arguments are refused: no tool takes them, and deep data strains
+everything that later walks them (events, logs, the UI)."""
+
+
+def _check_values(value: dict[str, Any]) -> None:
+    """Refuse arguments nested deeper than MAX_ARGUMENT_DEPTH or holding a lone surrogate
+    (`\\ud83d`: not a character, so not a path or text any tool can use). Iterative, so
+    no depth of nesting can exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise ToolError(f"tool arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; send flatter JSON")
+        if isinstance(item, str) and _has_lone_surrogate(item):
+            raise ToolError(
+                "tool arguments contain a lone surrogate (an escape such as \\ud83d that is not a character); "
+                "send valid Unicode"
+            )
+        if isinstance(item, dict):
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, list):
+            stack.extend((part, depth + 1) for part in item)
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def require_str(args: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
