@@ -14,9 +14,10 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..context import ToolContext
 from .base import Tool, ToolError, load_description, object_schema, optional_int, require_str
@@ -98,6 +99,20 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def bounded_lines(f: IO[bytes], limit: int) -> Iterator[bytes]:
+    """Each line of `f` (with its newline), cut to its first `limit` bytes: a line of any
+    length (a 1 GB minified file) costs at most `limit` bytes of memory."""
+    while raw := f.readline(limit):
+        if len(raw) == limit and not raw.endswith(b"\n"):
+            while (rest := f.readline(limit)) and not rest.endswith(b"\n"):
+                pass  # the rest of an over-long line is skipped, never held
+        yield raw
+
+
+_LINE_BYTES = MAX_LINE_CHARS * 4 + 8
+"""Enough bytes for MAX_LINE_CHARS characters and the cut note to show."""
+
+
 def _numbered(number: int, line: str) -> str:
     if len(line) > MAX_LINE_CHARS:
         line = line[:MAX_LINE_CHARS] + f" … [line cut at {MAX_LINE_CHARS} chars]"
@@ -114,7 +129,8 @@ def _plural(count: int, word: str) -> str:
 def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[str], int]:
     """Numbered lines offset..offset+limit-1 and the file's total line count.
 
-    Streams the file, so memory stays bounded by the window, not the file size.
+    Streams the file a bounded piece at a time: memory depends on neither the file's
+    size nor its longest line.
     """
     if not _regular_file_exists(path, shown):
         raise ToolError(f"File does not exist: {shown}")
@@ -125,7 +141,7 @@ def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[
             if looks_binary(f.read(BINARY_SAMPLE)):
                 raise ToolError(f"{shown} looks like a binary file; Read only shows text")
             f.seek(0)
-            for total, raw in enumerate(f, 1):
+            for total, raw in enumerate(bounded_lines(f, _LINE_BYTES), 1):
                 if offset <= total < offset + limit:
                     text = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
                     picked.append(_numbered(total, text))

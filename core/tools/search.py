@@ -2,7 +2,10 @@
 
 Both skip the directories nobody means to search (VCS data, dependencies, caches).
 Grep uses ripgrep when it is installed and a Python walk otherwise; the Python walk
-is also the fallback when ripgrep rejects a pattern that Python's `re` accepts.
+is also the fallback when ripgrep rejects a pattern that Python's `re` accepts. Both
+run as child processes (`grep_worker.py` for Python), so a search is killed when the
+turn is interrupted, at SEARCH_TIMEOUT, or once enough matches are in: a pattern that
+backtracks for ever cannot hang the session.
 
 Neither reports a file that resolves (through a symlink) outside the workspace when the
 search started inside it: the permission check approved the searched path, not wherever
@@ -20,14 +23,16 @@ import os
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from ..context import ToolContext
 from ..globs import compile_glob, split_literal_prefix
 from .base import Tool, ToolError, load_description, object_schema, require_str, short
-from .files import BINARY_SAMPLE, display_path, looks_binary, path_arg, printable
+from .files import display_path, path_arg, printable
 
 _PKG = "todo_agent.core.tools"
 SKIP_DIRS = frozenset(
@@ -37,6 +42,8 @@ MAX_FILES = 200
 MAX_MATCHES = 250
 MAX_OUTPUT_BYTES = 30_000
 MAX_MATCH_CHARS = 500
+SEARCH_TIMEOUT = 60.0
+"""Seconds a Grep may search before it is stopped (a pattern that backtracks forever)."""
 _CHUNK = 65_536
 
 
@@ -189,8 +196,8 @@ class _Matches:
         return True
 
 
-def _candidate_files(
-    target: Path, file_glob: str | None, boundary: Path, hidden: Callable[[str], bool]
+def candidate_files(
+    target: Path, file_glob: str | None, boundary: Path, hidden: Callable[[str], bool] = lambda path: False
 ) -> Iterator[Path]:
     if target.is_file():
         if not hidden(str(target)):
@@ -209,7 +216,7 @@ def _candidate_files(
                 yield full
 
 
-def _open_regular(file: Path) -> IO[bytes] | None:
+def open_regular(file: Path) -> IO[bytes] | None:
     """Open `file` for reading if it is a regular file, else None.
 
     Non-blocking, then checked on the open descriptor: `open()` of a FIFO blocks until a
@@ -227,40 +234,6 @@ def _open_regular(file: Path) -> IO[bytes] | None:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
-
-
-def _search_file(regex: re.Pattern[str], file: Path, matches: _Matches) -> bool:
-    """Search one file; False once `matches` is full. Binary and unreadable files are skipped."""
-    try:
-        opened = _open_regular(file)
-        if opened is None:
-            return True
-        with opened as f:
-            if looks_binary(f.read(BINARY_SAMPLE)):
-                return True
-            f.seek(0)
-            for line_no, raw in enumerate(f, 1):
-                # Without its line ending, so `\s` or `$` cannot match the newline itself.
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if regex.search(line) and not matches.add(str(file), line_no, line):
-                    return False
-    except OSError:
-        pass
-    return True
-
-
-def _python_grep(
-    regex: re.Pattern[str],
-    target: Path,
-    file_glob: str | None,
-    boundary: Path,
-    matches: _Matches,
-    *,
-    hidden: Callable[[str], bool],
-) -> None:
-    for file in _candidate_files(target, file_glob, boundary, hidden):
-        if not _search_file(regex, file, matches):
-            return
 
 
 def _rg_argv(rg: str, pattern: str, target: Path, file_glob: str | None) -> list[str]:
@@ -295,39 +268,58 @@ async def _read_rg_output(stream: asyncio.StreamReader, matches: _Matches) -> in
     return seen
 
 
-async def _ripgrep(rg: str, pattern: str, target: Path, file_glob: str | None, matches: _Matches) -> bool:
-    """Search with ripgrep; False when it could not run the search (the caller falls back)."""
+def _worker_argv(pattern: str, target: Path, file_glob: str | None, boundary: Path) -> list[str]:
+    module = "todo_agent.core.tools.grep_worker"
+    return [sys.executable, "-m", module, pattern, str(target), str(boundary), file_glob or ""]
+
+
+@dataclass
+class _Run:
+    """How one search process ended."""
+
+    code: int | None
+    """Its exit status; None if it could not start."""
+    seen: int = 0
+    timed_out: bool = False
+
+
+async def _search_process(argv: list[str], matches: _Matches) -> _Run:
+    """Run a search process that writes `path NUL line:text` rows, into `matches`.
+
+    It is killed at SEARCH_TIMEOUT, once `matches` is full, and when this call is
+    cancelled (escape in the TUI, Ctrl-C headless): nothing outlives the call.
+    """
     try:
         proc = await asyncio.create_subprocess_exec(
-            *_rg_argv(rg, pattern, target, file_glob),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
         )
     except OSError:
-        return False
+        return _Run(None)
     assert proc.stdout is not None
-    stopped_early = True
+    run, stopped_early = _Run(None), True
     try:
-        seen = await _read_rg_output(proc.stdout, matches)
-        stopped_early = matches.capped
+        try:
+            async with asyncio.timeout(SEARCH_TIMEOUT):
+                run.seen = await _read_rg_output(proc.stdout, matches)
+        except TimeoutError:
+            run.timed_out = True
+        stopped_early = matches.capped or run.timed_out
     finally:
-        # At the cap or interrupted: rg must not outlive the call. (After EOF it is exiting
-        # by itself, and killing it then would lose its exit code.) Drain so asyncio
-        # notices the exit even if the pipe buffer was full.
+        # (After EOF it is exiting by itself, and killing it then would lose its exit
+        # code.) Drain so asyncio notices the exit even if the pipe buffer was full.
         if stopped_early and proc.returncode is None:
             proc.kill()
         while await proc.stdout.read(_CHUNK):
             pass
         await proc.wait()
-    # Exit 2 means an error (e.g. a regex rg's engine rejects); with no rows, retry in Python.
-    return not (proc.returncode == 2 and seen == 0)
+    run.code = proc.returncode
+    return run
 
 
 async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
     pattern = require_str(args, "pattern")
     try:
-        regex = re.compile(pattern)
+        re.compile(pattern)  # a bad regex is the model's to fix, whichever engine runs
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
     target = _search_root(args, ctx)
@@ -347,10 +339,17 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
         return _within(path, boundary) and not ctx.read_denied(path)
 
     matches = _Matches(show, keep)
-    if not (rg and await _ripgrep(rg, pattern, target, file_glob, matches)):
+    run = await _search_process(_rg_argv(rg, pattern, target, file_glob), matches) if rg else _Run(None)
+    # Exit 2 with no rows: rg could not run this search (a regex its engine rejects).
+    if run.code is None or (run.code == 2 and run.seen == 0 and not run.timed_out):
         matches = _Matches(show, keep)
-        walk = functools.partial(_python_grep, hidden=ctx.read_denied)
-        await asyncio.to_thread(walk, regex, target, file_glob, boundary, matches)
+        run = await _search_process(_worker_argv(pattern, target, file_glob, boundary), matches)
+    if run.timed_out:
+        found = f"{len(matches.rows)} match(es) so far" if matches.rows else "no matches so far"
+        stop = (
+            f"… (the search stopped after {SEARCH_TIMEOUT:g} s with {found}: simplify the pattern or narrow the path)"
+        )
+        return printable("\n".join([*matches.rows, stop]))
     if not matches.rows:
         return "No matches found"
     text = "\n".join(matches.rows)

@@ -1,0 +1,124 @@
+"""Searches that cannot run away: a catastrophic regex stays interruptible and is bounded
+by a timeout, and a 1 GB single-line file does not take 1 GB of memory to Read or Grep."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from todo_agent.core.context import ToolContext
+from todo_agent.core.tools import files, search
+from todo_agent.core.tools.base import ToolResult
+
+# ripgrep rejects look-ahead, so Grep falls back to Python's re, where this pattern takes
+# exponential time on a line of a's that never ends in "b".
+CATASTROPHIC = r"(?=(a+)+b)"
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    (workspace / "trap.txt").write_text("a" * 60 + "c\n")
+    return ToolContext(call_id="t1", workspace=workspace)
+
+
+def _children() -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found
+
+
+async def _until(condition: object, limit: float = 20.0) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_catastrophic_pattern_stops_at_the_timeout(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "SEARCH_TIMEOUT", 1.0)
+    result = await search.GREP.run({"pattern": CATASTROPHIC}, ctx)
+    output = result.output if isinstance(result, ToolResult) else result
+    assert "stopped after 1 s" in output
+    await _until(lambda: not _children())
+
+
+async def test_a_catastrophic_pattern_is_interruptible(ctx: ToolContext) -> None:
+    before = _children()
+    task = asyncio.create_task(search.GREP.run({"pattern": CATASTROPHIC}, ctx))
+    await _until(lambda: _children() - before)  # the search runs in a process of its own
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await _until(lambda: not (_children() - before))
+
+
+def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "trap.txt").write_text("a" * 60 + "c\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "Grep", "arguments": {"pattern": CATASTROPHIC}}]}, "x"]))
+    command = [str(Path(sys.executable).with_name("todo-agent")), "-p", "find", "--model", f"script:{script}"]
+    proc = subprocess.Popen(
+        [*command, "--output-format", "stream-json"],
+        cwd=workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if '"type": "ToolStarted"' in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+
+
+def _one_line_file(path: Path, size: int) -> None:
+    with path.open("wb") as f:
+        f.write(b"needle ")
+        chunk = b"x" * (1 << 20)
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        f.write(b"\nsecond line\n")
+
+
+def test_read_of_a_huge_single_line_file_uses_little_memory(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    _one_line_file(big, 64 << 20)
+    tracemalloc.start()
+    try:
+        lines, total = files._read_window(big, "big.txt", 1, 2000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == 2 and lines[0].startswith("     1\tneedle x") and "line cut" in lines[0]
+    assert lines[1] == "     2\tsecond line"
+    assert peak < 4 << 20, peak
+
+
+def test_grep_reads_huge_lines_in_bounded_pieces(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    _one_line_file(big, 64 << 20)
+    tracemalloc.start()
+    try:
+        with big.open("rb") as f:
+            lines = [line[:20] for line in files.bounded_lines(f, 1 << 20)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lines == [b"needle " + b"x" * 13, b"second line\n"]
+    assert peak < 8 << 20, peak  # a few pieces of 1 MiB, whatever the line's 64 MiB
