@@ -36,7 +36,7 @@ def find(tasks: Tasks, task_id: str) -> Task:
         if task.id == task_id:
             return task
     known = ", ".join(f"#{t.id}" for t in tasks[:20]) or "none"
-    raise StoreError(f"no task #{task_id} (existing tasks: {known})")
+    raise StoreError(f"no task #{short_id(task_id)} (existing tasks: {known})")
 
 
 def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: str = "") -> str:
@@ -246,8 +246,8 @@ def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
     if len(by_id) != len(tasks):
         problems.append("duplicate task ids")
     for task in tasks:
-        canonical = task.id.isascii() and task.id.isdigit() and str(int(task.id)) == task.id  # not "01"
-        if not (canonical and 0 < int(task.id) < next_id):
+        canonical = task.id.isascii() and task.id.isdigit() and not task.id.startswith("0")  # not "01"
+        if not (canonical and len(task.id) <= len(str(next_id)) and 0 < int(task.id) < next_id):
             problems.append(f"task id {task.id!r} is not a number below next_id {next_id}")
         if task.status not in STATUSES:
             problems.append(f"#{task.id} has unknown status {task.status!r}")
@@ -323,6 +323,11 @@ def _decode_value(name: str, value: Any) -> Any:
     if name not in _TEXT | _IDS | {"tool_calls"} and _is_number(value):
         return float(value)
     raise ValueError(f"task field '{name}' has a wrong type ({type(value).__name__})")
+
+
+def short_id(task_id: str) -> str:
+    """An id as messages show it: a 5,000-digit one does not fill the screen."""
+    return task_id if len(task_id) <= 20 else f"{task_id[:8]}…{task_id[-4:]} ({len(task_id)} digits)"
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

@@ -147,3 +147,27 @@ def test_wrong_shaped_transcript_lines_are_skipped_with_a_warning(workspace: Pat
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "continued"
     assert "Traceback" not in result.stderr
+
+
+# --- 14: a 5,000-digit task id -----------------------------------------------------------
+
+
+def test_a_five_thousand_digit_task_id_is_no_such_task(workspace: Path, tmp_path: Path) -> None:
+    big = "9" * 5000
+    calls = [
+        {"name": "TaskCreate", "arguments": {"subject": "real"}},
+        {"name": "TaskGet", "arguments": {"taskId": big}},
+        {"name": "TaskUpdate", "arguments": '{"taskId": ' + big + ', "status": "completed"}'},
+        {"name": "TaskUpdate", "arguments": {"taskId": "1", "addBlockedBy": [big]}},
+        {"name": "Read", "arguments": '{"file_path": "x", "offset": ' + big + "}"},
+    ]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"tool_calls": calls}, {"text": "ok"}]}))
+    result = todo_agent(workspace, None, "-p", "x", "--model", f"script:{script}", "--tasks", "v2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    replies = [m["content"] for m in _loadable(workspace).messages if m["role"] == "tool"]
+    assert replies[0].startswith("Task #1 created")
+    assert all(r.startswith("Error: no task #9999") for r in replies[1:4]), replies
+    assert replies[4].startswith("Error: parameter 'offset'"), replies[4]
+    assert all(len(r) < 300 for r in replies)

@@ -78,9 +78,19 @@ def strict_json(text: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
     try:
-        return json.loads(text, parse_constant=reject)
+        return json.loads(text, parse_constant=reject, parse_int=_bounded_int)
     except RecursionError:
         raise ValueError("it is nested too deeply") from None
+
+
+_INT_DIGITS = 4000
+"""Python refuses to convert longer integer strings (a DoS guard since 3.11)."""
+
+
+def _bounded_int(text: str) -> int | str:
+    """A JSON integer, or its digits as text when it is too long to be any real count or
+    id: the tool then says the value is no task / too large, instead of the parser failing."""
+    return int(text) if len(text) <= _INT_DIGITS else text
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
@@ -152,6 +162,8 @@ def optional_int(args: dict[str, Any], key: str, *, minimum: int = 0) -> int | N
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if len(value.strip()) > 18:
+            raise ToolError(f"parameter '{key}' is too large")
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
         raise ToolError(f"parameter '{key}' must be an integer")

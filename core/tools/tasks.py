@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from ..context import ToolContext
 from ..events import TasksUpdated
+from ..task_rules import short_id
 from ..tasks import StoreError, Task, TaskStore, TodoItem, open_blockers, render_for_model
 from .base import Tool, ToolError, load_description, object_schema, short
 
@@ -63,7 +64,8 @@ def task_id(value: Any, key: str = "taskId") -> str:
     if isinstance(value, str):
         text = value.strip().removeprefix("#").strip()
         if text.isascii() and text.isdigit():
-            return str(int(text))
+            # Not int(): Python refuses to convert 4,300+ digits, and an id is only a name.
+            return text.lstrip("0") or "0"
     raise ToolError(f"parameter '{key}' must be a task id such as \"3\", got {value!r}")
 
 
@@ -187,7 +189,7 @@ async def _get(args: dict[str, Any], ctx: ToolContext) -> str:
     task = store.get(wanted)
     if task is None:
         known = ", ".join(f"#{t.id}" for t in store.snapshot()) or "none"
-        raise ToolError(f"no task #{wanted} (existing tasks: {known})")
+        raise ToolError(f"no task #{short_id(wanted)} (existing tasks: {known})")
     status = {t.id: t.status for t in store.snapshot()}
     lines = [f"Task #{task.id}: {task.subject}", f"Status: {task.status}"]
     optional = [
@@ -254,7 +256,7 @@ async def _todo_write(args: dict[str, Any], ctx: ToolContext) -> str:
 
 def _summarize_update(args: dict[str, Any]) -> str:
     try:
-        ref = f"#{_required_id(args)}"
+        ref = f"#{short_id(_required_id(args))}"
     except ToolError:
         ref = "?"
     status = args.get("status")
@@ -263,7 +265,7 @@ def _summarize_update(args: dict[str, Any]) -> str:
 
 def _summarize_get(args: dict[str, Any]) -> str:
     try:
-        return f"#{_required_id(args)}"
+        return f"#{short_id(_required_id(args))}"
     except ToolError:
         return ""
 
