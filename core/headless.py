@@ -6,6 +6,9 @@ Output formats:
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
 result says how to allow them. Exit status: 0 done, 1 error, 130 interrupted.
+Text that reaches a terminal (the answer, errors, notices) is sanitised like the TUI's:
+escape sequences from the model or the server are removed, never run; JSON output
+carries the text exactly, with every control character escaped.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Literal, TextIO
 from .events import Error, Event, Notice, TasksUpdated, TurnEnd, Usage
 from .runtime import Runtime
 from .tasks import render_tasks
+from .terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {"done": 0, "interrupted": 130}
@@ -44,9 +48,9 @@ class _Tally:
     def feed(self, event: Event) -> None:
         if isinstance(event, Error):
             self.errors.append(event.message)
-            print(f"todo-agent: error: {event.message}", file=self.err)
+            print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
-            print(f"todo-agent: {event.text}", file=self.err)
+            print(f"todo-agent: {sanitize(event.text)}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens
             self.completion_tokens += event.completion_tokens
@@ -55,7 +59,7 @@ class _Tally:
         elif isinstance(event, TasksUpdated) and self.print_tasks:
             listing = render_tasks(event.tasks)
             if listing != self.last_listing:  # per-call attribution updates change no line here
-                print(listing, file=self.err)
+                print(sanitize(listing), file=self.err)
                 self.last_listing = listing
 
 
@@ -80,7 +84,7 @@ class _Output:
             self.closed = True
 
     def json(self, data: dict[str, Any]) -> None:
-        self.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.write(json_safe(json.dumps(data, ensure_ascii=False)) + "\n")
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
@@ -89,7 +93,7 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
     tally = _Tally(err, print_tasks=output_format == "text")
     for notice in runtime.startup_notices():
         if notice.level != "info":
-            print(f"todo-agent: {notice.text}", file=err)
+            print(f"todo-agent: {sanitize(notice.text)}", file=err)
         if streaming:
             output.json(event_to_json(notice))
     async with aclosing(runtime.agent.run_turn(prompt)) as events:
@@ -104,7 +108,7 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
     final = tally.end.final_text if tally.end else ""
     if output_format == "text":
         if final:
-            output.write(final + "\n")
+            output.write(sanitize(final) + "\n")
     else:
         output.json(
             {

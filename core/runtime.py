@@ -64,6 +64,7 @@ def build_tools(tasks_version: str) -> list[Tool]:
 
 class Runtime:
     def __init__(self, config: Config, session: Session, approver: Approver | None, model: LazyModel) -> None:
+        files.sweep_unfinished_writes()  # temporary files of Writes a kill -9 cut short
         self.config = config
         self.approver = approver
         self.model = model

@@ -119,7 +119,11 @@ class Session:
 
     @classmethod
     def create(cls, workspace: Path, root: Path | None = None) -> Session:
-        directory = private_dir(project_dir(workspace, root))
+        directory = project_dir(workspace, root)
+        try:
+            private_dir(directory)
+        except OSError as exc:
+            raise SessionError(f"cannot create the session folder {directory}: {exc.strerror or exc}") from exc
         session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
         session = cls(session_id, directory / f"{session_id}.jsonl")
         session._take_lock()
@@ -240,7 +244,14 @@ class Session:
         return record
 
     def _write_line(self, record: dict[str, Any]) -> None:
-        line = _dump(record)
+        """Append one record; SessionError (one line) when the disk is full or read-only."""
+        try:
+            self._append(_dump(record))
+        except OSError as exc:
+            self._close_handle()
+            raise SessionError(f"cannot save session {self.id} to {self.path}: {exc.strerror or exc}") from exc
+
+    def _append(self, line: str) -> None:
         if self._handle is None or self._handle.closed:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
             self._handle = os.fdopen(fd, "a", encoding="utf-8")
@@ -252,7 +263,8 @@ class Session:
 
     def _close_handle(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # a full disk fails the flush on close too
+                self._handle.close()
             self._handle = None
 
     def close(self) -> None:

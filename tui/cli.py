@@ -112,6 +112,9 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
         print("todo-agent: the prompt is not valid UTF-8; its undecodable bytes became U+FFFD", file=sys.stderr)
     try:
         return asyncio.run(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr))
+    except SessionError as exc:  # the transcript cannot be written (a full or read-only disk)
+        print(f"todo-agent: {exc}", file=sys.stderr)
+        return 1
     finally:
         runtime.session.close()
 

@@ -98,8 +98,47 @@ async def _wait(proc: Process, seconds: float) -> None:
             await proc.wait()
 
 
-async def _kill_group(proc: Process) -> None:
-    """SIGTERM the command's whole process group, then SIGKILL whatever is left."""
+_PROC = Path("/proc")
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every process below `root` (pid → name), read from /proc; empty without /proc."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if not entry.name.isdigit():
+                continue
+            try:
+                text = (_PROC / entry.name / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            pid, ppid = int(entry.name), int(text[text.rfind(")") + 2 :].split()[1])
+            names[pid] = text[text.find("(") + 1 : text.rfind(")")]
+            children.setdefault(ppid, []).append(pid)
+    found: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            found[child] = names[child]
+            stack.append(child)
+    return found
+
+
+def _still_running(pid: int, group: int) -> bool:
+    """Alive (not a zombie) and outside `group`: a process that left the command's group."""
+    try:
+        state = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z" and os.getpgid(pid) != group
+    except (OSError, IndexError):
+        return False
+
+
+async def _kill_group(proc: Process) -> list[str]:
+    """SIGTERM the command's whole process group, then SIGKILL whatever is left, and also
+    the processes it started that left the group (`setsid`, daemons), found through
+    /proc before the group went. Returns those, as `pid (name)`."""
+    family = await asyncio.to_thread(_descendants, proc.pid)
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await _wait(proc, _KILL_GRACE)
@@ -107,6 +146,26 @@ async def _kill_group(proc: Process) -> None:
         # Also runs when a second interrupt cuts the grace short: nothing may survive.
         _signal_group(proc.pid, signal.SIGKILL)
     await _wait(proc, _KILL_GRACE)
+    escaped = [pid for pid in family if _still_running(pid, proc.pid)]
+    for pid in escaped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return [f"{pid} ({family[pid]})" for pid in escaped]
+
+
+def _timeout_note(seconds: float, escaped: list[str]) -> str:
+    note = f"Command timed out after {seconds:g} s; "
+    if escaped:
+        return note + (
+            f"its process group was killed, and so were {len(escaped)} process(es) it started that had left "
+            f"its process group (setsid, daemons): {', '.join(escaped)}."
+        )
+    if not _PROC.is_dir():
+        return note + (
+            "its process group was killed; processes that left the group (setsid, daemons) cannot be seen "
+            "here and may still run."
+        )
+    return note + "it and everything it started were killed."
 
 
 async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
@@ -194,10 +253,9 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
             async with asyncio.timeout(time_limit):
                 code = await proc.wait()
         except TimeoutError:
-            await _kill_group(proc)
+            escaped = await _kill_group(proc)
             await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
-            note = f"Command timed out after {time_limit:g} s; it and everything it started were killed."
-            return ToolResult(_with_note(output.text(), note), is_error=True)
+            return ToolResult(_with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
         except BaseException:
             # Interrupted (CancelledError) or anything unexpected: never leave the group running.
             await _kill_group(proc)

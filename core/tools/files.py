@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import fcntl
 import os
 import re
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,18 +228,24 @@ def _replace_file(path: Path, shown: str, data: bytes) -> None:
         # here the file is written in place, as any editor would.
         _write_in_place(target, shown, data)
         return
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    with _recorded(temp):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+        _fill_and_rename(fd, temp, target, shown, data=data, mode=mode)
+
+
+def _fill_and_rename(fd: int, temp: Path, target: Path, shown: str, *, data: bytes, mode: int | None) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        # mkstemp makes the file private (0600); give it the original's mode, or for a
-        # new file the mode a plain create would have.
+        # The temporary file is created private (0600); give it the original's mode, or
+        # for a new file the mode a plain create would have.
         os.chmod(temp, mode if mode is not None else 0o666 & ~_umask())
         os.replace(temp, target)
     except BaseException as exc:
@@ -251,14 +258,94 @@ def _replace_file(path: Path, shown: str, data: bytes) -> None:
 
 
 def _write_in_place(target: Path, shown: str, data: bytes) -> None:
+    """Overwrite the file's content where it is (a hard link must stay one file). When that
+    fails half way (a full disk), the old content goes back into the blocks it had."""
     try:
-        with target.open("r+b") as f:
-            f.write(data)
-            f.truncate()
-            f.flush()
-            os.fsync(f.fileno())
+        old = target.read_bytes()
+        with target.open("r+b", buffering=0) as f:
+            try:
+                _overwrite(f, data)
+            except OSError as exc:
+                try:
+                    _overwrite(f, old)
+                    unchanged = "the file was left unchanged"
+                except OSError as again:
+                    unchanged = f"putting the old content back failed too ({again.strerror or again})"
+                raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
+
+
+def _overwrite(f: IO[bytes], data: bytes) -> None:
+    f.seek(0)
+    view = memoryview(data)
+    while view:
+        written = f.write(view)
+        view = view[written or 0 :]
+    f.truncate(len(data))
+    os.fsync(f.fileno())
+
+
+# --- temporary files a killed process left behind -----------------------------------
+
+_TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+
+
+def _pending_dir() -> Path:
+    from ..session import data_root
+
+    return data_root() / "pending-writes"
+
+
+@contextlib.contextmanager
+def _recorded(temp: Path) -> Iterator[None]:
+    """Note `temp` in the data dir while it exists, under a lock this process holds: after a
+    kill -9, the next run finds the note unlocked and removes the file (`sweep_unfinished_writes`).
+    Best effort: a data dir that cannot be written never stops a Write."""
+    fd = None
+    entry = _pending_dir() / f"{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, os.fsencode(temp))
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+            os.close(fd)
+
+
+def sweep_unfinished_writes() -> None:
+    """Remove the temporary files of writes whose process died (their note is unlocked)."""
+    try:
+        entries = list(_pending_dir().iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            _sweep_one(entry)
+
+
+def _sweep_one(entry: Path) -> None:
+    fd = os.open(entry, os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # its writer is alive
+        temp = Path(os.fsdecode(entry.read_bytes()))
+        if _TEMP_NAME.fullmatch(temp.name):  # only ever a file this module named
+            temp.unlink(missing_ok=True)
+        entry.unlink()
+    finally:
+        os.close(fd)
 
 
 def _write_file(path: Path, shown: str, content: str) -> bool:
