@@ -124,7 +124,7 @@ async def test_the_status_line_says_it_waits_for_the_person(workspace: Path) -> 
         await wait_until(pilot, lambda: conversation.last_tool_block() is not None)
         block = conversation.last_tool_block()
         assert block is not None and block.waiting
-        assert "⎿  waiting for your approval…" in str(block.query_one(".tool-line", Static).visual)
+        assert "⎿  waiting for your approval…" in conversation.block_text(block)
         await pilot.press("1")
         await turn_done(pilot)
         assert str(activity.render()) == "ready"

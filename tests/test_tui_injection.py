@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from textual.widgets import Log
 from tui_helpers import (
     HOSTILE,
     LITERALS,
@@ -31,7 +30,7 @@ from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.handler import EventHandler
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
-from todo_agent.tui.widgets.blocks import AssistantBlock, ToolBlock
+from todo_agent.tui.transcript import AssistantEntry
 
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -73,7 +72,7 @@ async def test_assistant_markdown_live_and_finished(workspace: Path) -> None:
         assert_literal_on_screen(app)
         model.release.set()
         await turn_done(pilot)
-        assert screen.conversation.query(AssistantBlock)
+        assert screen.conversation.live is None and AssistantEntry(model.text) in screen.conversation.entries
         assert_literal_on_screen(app)
 
 
@@ -85,11 +84,12 @@ async def test_tool_output_summary_and_expanded(workspace: Path) -> None:
         await turn_done(pilot)
         assert_literal_on_screen(app)
         screen = main_screen(app)
-        block = screen.conversation.query_one(ToolBlock)
-        await block.toggle()
+        block = screen.conversation.last_tool_block()
+        assert block is not None
+        await screen.conversation.toggle_output(block)
         await pilot.pause()
-        log = block.query_one(Log)
-        assert not any(CONTROL.search(line) for line in log.lines)
+        assert block.expanded and "second line" in screen.conversation.block_text(block)
+        assert not CONTROL.search(screen.conversation.block_text(block))
         assert_literal_on_screen(app)
 
 

@@ -76,6 +76,13 @@ async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
     await pilot.press("1")  # the Edit
     await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Bash")
+    # The approval can show before the UI has drawn the events that came before it; the
+    # Bash call's own block comes last, so once it says it waits, everything is drawn.
+    screen = main_screen(app)  # type: ignore[arg-type]
+    block = screen.conversation.last_tool_block
+    await wait_until(pilot, lambda: (found := block()) is not None and found.entry.name == "Bash" and found.waiting)
+    await pilot.pause()
+    screen._on_timer_update()  # the screen under the modal paints on its own timer: now, as pause() does for the top
     await pilot.pause()
 
 

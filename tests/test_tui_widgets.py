@@ -1,4 +1,4 @@
-"""Widgets on their own: task panel, conversation pane, tool blocks, prompt."""
+"""Widgets on their own: task panel, prompt, status line (the conversation: test_tui_conversation.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ from dataclasses import replace
 from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Log, Markdown, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 from tui_helpers import wait_until
 
 from todo_agent.core.tasks import Task
-from todo_agent.tui.transcript import AssistantEntry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
-from todo_agent.tui.widgets.blocks import MAX_OUTPUT_LINES, AssistantBlock, EarlierBlock, ToolBlock
-from todo_agent.tui.widgets.conversation import Conversation
 from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from todo_agent.tui.widgets.spinner import Spinner
 from todo_agent.tui.widgets.status import StatusLine, context_label
@@ -147,133 +144,6 @@ async def test_highlight_stays_on_the_same_task_after_a_redraw() -> None:
         assert panel.list_view.index == 0
 
 
-async def test_conversation_keeps_a_bounded_number_of_blocks() -> None:
-    conversation = Conversation(max_mounted=5)
-    async with Host(conversation).run_test() as pilot:
-        for n in range(12):
-            await conversation.add(NoticeEntry(f"notice {n}"))
-        await pilot.pause()
-        assert conversation.mounted_blocks == 5
-        assert conversation.hidden_entries == 7
-        earlier = conversation.query_one(EarlierBlock)
-        assert "7 earlier messages" in str(earlier.visual)
-        assert len(conversation.children) == 6
-        await conversation.show_earlier(4)
-        assert conversation.hidden_entries == 3 and "3 earlier" in str(earlier.visual)
-        await pilot.click(EarlierBlock)
-        await wait_until(pilot, lambda: conversation.hidden_entries == 0)
-        assert conversation.hidden_entries == 0 and not conversation.query(EarlierBlock)
-        first = conversation.children[0]
-        assert isinstance(first, Static) and str(first.visual).endswith("notice 0")
-
-
-async def test_loading_a_long_history_mounts_only_the_newest() -> None:
-    conversation = Conversation(max_mounted=20)
-    async with Host(conversation).run_test() as pilot:
-        await conversation.load([UserEntry(f"prompt {n}") for n in range(150)] + [AssistantEntry("**last**")])
-        await pilot.pause()
-        assert conversation.mounted_blocks == 20 and conversation.hidden_entries == 131
-        conversation.release_anchor()  # what scrolling up by hand does
-        conversation.scroll_home(animate=False)
-        await wait_until(pilot, lambda: conversation.hidden_entries == 31)
-        await wait_until(pilot, lambda: conversation.scroll_y > 0)  # still looking at what was on top
-        conversation.scroll_home(animate=False)
-        await wait_until(pilot, lambda: conversation.hidden_entries == 0)
-
-
-async def test_a_finished_message_collapses_into_one_widget() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test() as pilot:
-        for piece in ["# Title\n\n", "- one\n", "- two\n\n", "```py\nx = 1\n```\n"]:
-            await conversation.write_live(piece)
-        await pilot.pause()
-        assert conversation.query(Markdown)
-        await conversation.finish_live("# Title\n\n- one\n- two\n\n```py\nx = 1\n```\n")
-        await pilot.pause()
-        assert not conversation.query(Markdown)
-        blocks = list(conversation.query(AssistantBlock))
-        assert len(blocks) == 1 and not blocks[0].children
-        assert conversation.live is None
-
-
-async def test_blocks_added_while_streaming_go_above_the_live_message() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test() as pilot:
-        await conversation.write_live("thinking")
-        await conversation.add(NoticeEntry("a notice"))
-        await pilot.pause()
-        assert conversation.children[-1] is conversation.live
-        await conversation.stop_live()
-        assert conversation.live is None and len(conversation.children) == 1
-
-
-async def test_tool_block_expands_to_a_capped_log() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test() as pilot:
-        await conversation.add(ToolEntry("c1", "Bash", "seq"))
-        output = "\n".join(str(n) for n in range(MAX_OUTPUT_LINES + 500))
-        await conversation.finish_tool("c1", "Bash", output, "ok", 2.0)
-        block = conversation.query_one(ToolBlock)
-        line = str(block.query_one(".tool-line", Static).visual)
-        assert "⏺ Bash(seq)" in line and "✔ 0" in line and "· 2.0s" in line
-        await pilot.pause()
-        await pilot.click(ToolBlock)
-        await pilot.pause()
-        log = block.query_one(Log)
-        assert log.line_count == MAX_OUTPUT_LINES + 1 and log.lines[-1] == str(MAX_OUTPUT_LINES + 499)
-        assert log.lines[0] == "… 500 earlier lines not shown" and log.lines[1] == "500"
-        await block.toggle()
-        assert not block.query(Log)
-
-
-async def test_a_whole_read_window_keeps_its_first_line() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test():
-        await conversation.add(ToolEntry("c1", "Read", "big.txt"))
-        lines = [f"{n:>6}\tline {n}" for n in range(1, 2001)]
-        output = "\n".join([*lines, "… (file has 5000 lines; use offset=2001 to read more)"])
-        await conversation.finish_tool("c1", "Read", output, "ok", 0.0)
-        block = conversation.query_one(ToolBlock)
-        await block.toggle()
-        log = block.query_one(Log)
-        assert log.lines[0] == "     1\tline 1" and log.line_count == 2001
-
-
-async def test_a_call_waiting_for_approval_says_so() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test():
-
-        def line(index: int = -1) -> str:
-            return str(conversation.query(ToolBlock)[index].query_one(".tool-line", Static).visual)
-
-        await conversation.add(ToolEntry("c1", "Bash", "ls"))  # the start first, then the approval
-        assert "⎿  running…" in line()
-        conversation.set_waiting("Bash")
-        assert "⎿  waiting for your approval…" in line() and "running" not in line()
-        conversation.set_waiting(None)  # answered yes
-        assert "⎿  running…" in line()
-        await conversation.finish_tool("c1", "Bash", "x", "ok", 0.0)
-        conversation.set_waiting("Edit")  # the approval first, then the start
-        await conversation.add(ToolEntry("c2", "Edit", "a.py"))
-        assert "⎿  waiting for your approval…" in line()
-        await conversation.add(ToolEntry("c3", "Edit", "b.py"))  # a later call of the same tool
-        assert "⎿  running…" in line() and "waiting" in line(-2)
-        await conversation.finish_tool("c2", "Edit", "denied", "denied", 0.0)
-        assert "waiting" not in line(-2)
-
-
-async def test_task_tool_calls_stay_on_one_line() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test():
-        await conversation.add(ToolEntry("c1", "TaskUpdate", "#1 → completed"))
-        await conversation.finish_tool("c1", "TaskUpdate", "Task #1 → completed\n2 task(s) remaining", "ok", 0.0)
-        line = str(conversation.query_one(".tool-line", Static).visual)
-        assert line == "⏺ TaskUpdate(#1 → completed) ✔"
-        await conversation.add(ToolEntry("c2", "TaskUpdate", "#9"))
-        await conversation.finish_tool("c2", "TaskUpdate", "Error: unknown task id '9'", "error", 0.0)
-        assert "✘ Error: unknown task id '9'" in str(conversation.query(".tool-line").last().visual)  # type: ignore[attr-defined]
-
-
 async def test_prompt_enter_sends_and_shift_enter_adds_a_line() -> None:
     box = PromptBox()
     host = Host(box)
@@ -367,27 +237,3 @@ async def test_overlapping_panel_redraws_draw_each_task_once() -> None:
         await pilot.pause()
         items = list(panel.query(TaskItem))
         assert [i.task_value for i in items] == list(TASKS)  # three items, the last call's state
-
-
-async def test_notice_levels_and_plain_blocks_render() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test() as pilot:
-        for level in ("info", "warning", "error", "dim"):
-            await conversation.add(NoticeEntry(f"{level} notice", level))
-        await conversation.add(PlainEntry("☐ #1 x\n(0/1 completed)"))
-        await pilot.pause()
-        texts = [str(c.visual) for c in conversation.children if isinstance(c, Static)]
-        assert texts == [
-            "◇ info notice",
-            "◇ warning notice",
-            "✘ error notice",
-            "◇ dim notice",
-            "☐ #1 x\n(0/1 completed)",
-        ]
-
-
-async def test_a_running_tool_says_so() -> None:
-    conversation = Conversation()
-    async with Host(conversation).run_test():
-        await conversation.add(ToolEntry("c1", "Bash", "sleep 1"))
-        assert str(conversation.query_one(".tool-line", Static).visual) == "⏺ Bash(sleep 1)\n  ⎿  running…"

@@ -411,7 +411,4 @@ class MainScreen(Screen[None]):
             conversation.scroll_page_down()
 
     async def action_toggle_output(self) -> None:
-        block = self.conversation.last_tool_block()
-        if block is not None:
-            await block.toggle()
-            self.conversation.scroll_to_widget(block)
+        await self.conversation.toggle_last_output()

@@ -1,70 +1,94 @@
-"""The conversation pane: entries as data, widgets for the newest of them only.
+"""The conversation pane: one line-based widget, whatever the length of the session.
 
-Long sessions stay fast because at most `max_mounted` blocks are mounted; older ones are
-replaced by a single "N earlier messages" block that mounts them back on a click or when
-the person scrolls to the top. While a message streams, new blocks go above it so the
-live text stays last.
+Entries are data (`transcript.py`); each becomes a block (`blocks.py`) whose lines are
+rendered the first time they come near the screen and kept until the width changes.
+The pane draws only the lines in view (Textual's Line API), so neither a keystroke nor a
+new token makes Textual arrange the history again: the screen holds the same handful of
+widgets with 10 entries or 10,000. Blocks never drawn yet have an estimated height; when
+they are drawn, the line at the top of the view stays where it is.
+
+The message being streamed is the last block. Text arrives per token but is drawn at
+most `FRAME_RATE` times a second (less when drawing falls behind), and only its last
+Markdown block is drawn again each time. While it streams, new blocks go above it so
+the live text stays last; when it finishes it turns into an ordinary block in place,
+with the very lines already on screen.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import time
+from bisect import bisect_right
 from collections.abc import Iterable
+from typing import ClassVar
 
-from textual.containers import VerticalScroll
-from textual.events import Click
-from textual.widget import Widget
+from rich.segment import Segment
+from textual.events import Click, Resize
+from textual.geometry import Offset, Region, Size
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.timer import Timer
 
+from ..sanitize import sanitize
 from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
-from .blocks import AssistantBlock, EarlierBlock, LiveAssistant, ToolBlock, block_for
+from .blocks import Block, LiveBlock, Painter, ToolBlock, block_for
 
-MAX_MOUNTED = 200
-REHYDRATE_STEP = 100
+FRAME_RATE = 30
+"""Most redraws of the live message per second."""
+SLOWEST_FRAME = 0.25
+"""However far behind drawing falls, the live message is redrawn at least this often (s)."""
+
+AnyBlock = Block | LiveBlock
+Anchor = tuple[AnyBlock, int]
+"""A line of the document named by its block and its line in that block."""
 
 
-class Conversation(VerticalScroll, can_focus=False):
-    """Scrollable list of conversation blocks.
+class Conversation(ScrollView, can_focus=False):
+    """The scrollable conversation.
 
     Not focusable: `tab` goes from the prompt straight to the task panel, and the screen
     scrolls this pane with `pageup`/`pagedown` wherever the focus is.
     """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "conversation--user",
+        "conversation--user-gutter",
+        "conversation--output",
+        "conversation--output-bar",
+        "conversation--help",
+        "conversation--help-bar",
+    }
 
     DEFAULT_CSS = """
     Conversation {
         height: 1fr;
         padding: 0 1;
         scrollbar-size-vertical: 1;
+        overflow-x: hidden;
     }
-    Conversation > * { margin: 1 0; }
-    Conversation > ToolBlock { margin: 0; }
-    Conversation > ToolBlock > .tool-line { text-wrap: nowrap; text-overflow: ellipsis; }
-    Conversation > UserBlock { height: auto; }
-    Conversation > UserBlock > .gutter { width: 2; color: $text-accent; text-style: bold; }
-    Conversation > UserBlock > .user-text { width: 1fr; }
-    Conversation > LiveAssistant { height: auto; }
-    Conversation > LiveAssistant > .gutter { width: 2; }
-    Conversation > LiveAssistant > Markdown { padding: 0; margin: 0; }
-    Conversation > ToolBlock { height: auto; }
-    Conversation > ToolBlock > Log.tool-output {
-        height: auto;
-        max-height: 16;
-        overflow: auto auto;
-        margin: 0 0 0 5;
-        border-left: tall $surface-lighten-2;
-        background: $surface;
-    }
-    Conversation > EarlierBlock:hover { background: $boost; }
+    Conversation > .conversation--user { background: $boost; }
+    Conversation > .conversation--user-gutter { color: $text-accent; text-style: bold; }
+    Conversation > .conversation--output { background: $surface; }
+    Conversation > .conversation--output-bar { color: $surface-lighten-2; }
+    Conversation > .conversation--help { color: $text-muted; }
+    Conversation > .conversation--help-bar { color: $accent; }
     """
 
-    def __init__(self, *, max_mounted: int = MAX_MOUNTED, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.max_mounted = max_mounted
         self.entries: list[Entry] = []
-        self._first = 0  # index of the first entry with a mounted block
-        self._blocks: deque[Widget] = deque()
-        self._tools: dict[str, ToolEntry] = {}
-        self._earlier: EarlierBlock | None = None
-        self.live: LiveAssistant | None = None
+        self.live: LiveBlock | None = None
+        self._blocks: list[AnyBlock] = []
+        self._tops: list[int] = []
+        """The document line where each block starts (after the blank lines above it)."""
+        self._height = 0
+        self._width = 0
+        """The width the blocks are rendered at; 0 until the pane has a size."""
+        self._tools: dict[str, ToolBlock] = {}
+        self._painter = Painter(self)
+        self._frame: Timer | None = None
+        self._last_frame = 0.0
+        self._frame_interval = 1 / FRAME_RATE
         self._waiting_tool: str | None = None
         """The tool an open approval asks about: its call's block says it waits."""
 
@@ -72,115 +96,133 @@ class Conversation(VerticalScroll, can_focus=False):
         self.anchor()
 
     @property
-    def mounted_blocks(self) -> int:
-        return len(self._blocks)
-
-    @property
-    def hidden_entries(self) -> int:
-        return self._first
+    def blocks(self) -> list[AnyBlock]:
+        return list(self._blocks)
 
     # --- adding -------------------------------------------------------------------
 
     async def add(self, entry: Entry) -> None:
-        """Append an entry and mount its block (above the live message, if one streams)."""
+        """Append an entry (above the live message, if one streams)."""
         self.entries.append(entry)
-        if isinstance(entry, ToolEntry):
-            self._tools[entry.call_id] = entry
         block = block_for(entry)
-        if (  # the approval opened before the call's start reached the screen
-            isinstance(block, ToolBlock)
-            and block.entry.status == "running"
-            and block.entry.name == self._waiting_tool
-            and not any(isinstance(b, ToolBlock) and b.waiting for b in self._blocks)
-        ):
-            block.set_waiting(True)
-        self._blocks.append(block)
-        if self.live is not None:
-            await self.mount(block, before=self.live)
-        else:
-            await self.mount(block)
-        await self._trim()
+        if isinstance(block, ToolBlock):
+            self._tools[block.entry.call_id] = block
+            if (  # the approval opened before the call's start reached the screen
+                block.entry.status == "running"
+                and block.entry.name == self._waiting_tool
+                and not any(isinstance(b, ToolBlock) and b.waiting for b in self._blocks)
+            ):
+                block.waiting = True
+        self._insert(block)
+
+    def _insert(self, block: Block) -> None:
+        position = len(self._blocks) - 1 if self.live is not None else len(self._blocks)
+        self._blocks.insert(position, block)
+        self._draw(block)
+        self._relayout()
 
     async def load(self, entries: Iterable[Entry]) -> None:
-        """Replace everything with `entries` (a resumed session), mounting only the newest."""
+        """Replace everything with `entries` (a resumed session); nothing is rendered yet."""
         await self.clear()
         self.entries = list(entries)
-        self._tools = {e.call_id: e for e in self.entries if isinstance(e, ToolEntry)}
-        self._first = max(0, len(self.entries) - self.max_mounted)
-        blocks = [block_for(e) for e in self.entries[self._first :]]
-        self._blocks.extend(blocks)
-        if blocks:
-            await self.mount_all(blocks)
-        await self._sync_earlier()
+        self._blocks = [block_for(e) for e in self.entries]
+        self._tools = {b.entry.call_id: b for b in self._blocks if isinstance(b, ToolBlock)}
+        width = self._width or 80
+        for block in self._blocks:
+            if isinstance(block, Block):
+                block.estimate(width)
+        self._relayout()
         self.anchor()
 
     async def clear(self) -> None:
         await self.stop_live()
-        await self.remove_children()
-        self.entries = []
-        self._tools = {}
-        self._blocks.clear()
-        self._first = 0
-        self._earlier = None
+        self.entries, self._blocks, self._tools = [], [], {}
+        self._relayout()
 
     # --- the live message ---------------------------------------------------------
 
     async def write_live(self, delta: str) -> None:
         if self.live is None:
-            self.live = LiveAssistant()
-            await self.mount(self.live)
-        await self.live.write(delta)
+            self.live = LiveBlock()
+            self._blocks.append(self.live)
+        self.live.feed(delta)
+        if self.live.dirty and self._frame is None:
+            delay = max(0.001, self._last_frame + self._frame_interval - time.monotonic())
+            self._frame = self.set_timer(delay, self._draw_live, name="live message")
+
+    def _draw_live(self) -> None:
+        """One frame of the live message: whatever arrived since the last one."""
+        self._frame = None
+        live = self.live
+        if live is None or not live.dirty or not self._width:
+            return
+        started = time.monotonic()
+        live.update(self._width, self._painter)
+        self._relayout()
+        cost = time.monotonic() - started
+        # Falling behind (a huge tail, a slow machine): draw less often, never too rarely.
+        self._frame_interval = min(SLOWEST_FRAME, max(1 / FRAME_RATE, 3 * cost))
+        self._last_frame = time.monotonic()
+
+    def _cancel_frame(self) -> None:
+        if self._frame is not None:
+            self._frame.stop()
+            self._frame = None
 
     async def stop_live(self) -> None:
         """Drop the live message (a discarded response, or nothing worth keeping)."""
+        self._cancel_frame()
         live, self.live = self.live, None
         if live is not None:
-            await live.stop()
-            await live.remove()
+            self._blocks.remove(live)
+            self._relayout()
 
     async def finish_live(self, text: str) -> None:
-        """Collapse the live message into a single finished block holding `text`."""
+        """Turn the live message into a finished one holding `text`, in place."""
+        self._cancel_frame()
         live, self.live = self.live, None
+        position = self._blocks.index(live) if live is not None else len(self._blocks)
         if live is not None:
-            await live.stop()
+            self._blocks.remove(live)
         if text.strip():
             entry = AssistantEntry(text)
             self.entries.append(entry)
-            block = AssistantBlock(entry)
-            self._blocks.append(block)
-            if live is not None and live.parent is self:
-                await self.mount(block, after=live)
+            block = Block(entry)
+            if live is not None and self._width and sanitize(text) == live.text:
+                if live.dirty:
+                    live.update(self._width, self._painter)
+                block.lines = live.lines()  # the same lines, so the swap changes nothing on screen
+                block.height = len(block.lines)
             else:
-                await self.mount(block)
-        if live is not None:
-            await live.remove()
-        await self._trim()
+                self._draw(block)
+            self._blocks.insert(position, block)
+        self._relayout()
 
     # --- tool calls -----------------------------------------------------------------
 
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
-        entry = self._tools.get(call_id)
-        if entry is None:  # finished without a start (denied before it ran)
+        block = self._tools.get(call_id)
+        if block is None:  # finished without a start (denied before it ran)
             await self.add(ToolEntry(call_id, name, "", status, output, elapsed))
             return
-        entry.status, entry.output, entry.elapsed = status, output, elapsed
-        for block in self._blocks:
-            if isinstance(block, ToolBlock) and block.entry is entry:
-                block.set_waiting(False)
-                block.refresh_entry()
-                break
+        block.entry.status, block.entry.output, block.entry.elapsed = status, output, elapsed
+        block.waiting = False
+        self._redraw(block)
 
     def set_waiting(self, tool: str | None) -> None:
         """Mark the running call of `tool` as waiting for approval; None: the wait is over."""
         self._waiting_tool = tool
         blocks = [b for b in self._blocks if isinstance(b, ToolBlock)]
         for block in blocks:
-            block.set_waiting(False)
+            if block.waiting:
+                block.waiting = False
+                self._redraw(block)
         if tool is None:
             return
         for block in reversed(blocks):  # the start may not have arrived yet: `add` marks it then
             if block.entry.status == "running" and block.entry.name == tool:
-                block.set_waiting(True)
+                block.waiting = True
+                self._redraw(block)
                 break
 
     def last_tool_block(self) -> ToolBlock | None:
@@ -189,50 +231,197 @@ class Conversation(VerticalScroll, can_focus=False):
                 return block
         return None
 
-    # --- bounding -------------------------------------------------------------------
-
-    async def _trim(self) -> None:
-        """Unmount the oldest blocks beyond `max_mounted`, unless the person scrolled up to read."""
-        excess = len(self._blocks) - self.max_mounted
-        if excess <= 0 or self._anchor_released:
+    async def toggle_output(self, block: ToolBlock) -> None:
+        """Show or hide a finished call's whole output under its line."""
+        if block.entry.status == "running":
             return
-        old = [self._blocks.popleft() for _ in range(excess)]
-        self._first += excess
-        await self.remove_children(old)
-        await self._sync_earlier()
+        block.expanded = not block.expanded
+        self._redraw(block)
+        if block.expanded and block in self._blocks:
+            self._show_top_of(block)
+        elif self.scroll_y >= self.max_scroll_y:  # back at the end: follow new output again
+            self.anchor()
 
-    async def show_earlier(self, count: int = REHYDRATE_STEP) -> None:
-        """Mount up to `count` more of the hidden older blocks."""
-        if self._first == 0:
-            return
-        start = max(0, self._first - count)
-        blocks = [block_for(e) for e in self.entries[start : self._first]]
-        reading = self._blocks[0] if self._blocks else None
-        self._first = start
-        self._blocks.extendleft(reversed(blocks))
-        self.release_anchor()
-        if self._earlier is not None:
-            await self.mount_all(blocks, after=self._earlier)
-        await self._sync_earlier()
-        if reading is not None:  # keep the view on what the person was reading
-            self.call_after_refresh(self.scroll_to_widget, reading, top=True, animate=False)
+    def _show_top_of(self, block: ToolBlock) -> None:
+        """Scroll the least that shows the call's line and as much of its output as fits."""
+        top = self._tops[self._blocks.index(block)]
+        viewport = self.scrollable_content_region.height
+        if self._following() and top >= self._height - viewport:
+            return  # all of it in view at the end, where the view stays
+        self.release_anchor()  # `force`: the scrollbar that allows it appears only at the next layout
+        region = Region(0, top, 1, min(block.height, viewport))
+        self.scroll_to_region(region, animate=False, immediate=True, force=True)
 
-    async def _sync_earlier(self) -> None:
-        if self._first == 0:
-            if self._earlier is not None:
-                earlier, self._earlier = self._earlier, None
-                await earlier.remove()
-        elif self._earlier is None:
-            self._earlier = EarlierBlock(self._first)
-            await self.mount(self._earlier, before=0)
-        else:
-            self._earlier.set_count(self._first)
+    async def toggle_last_output(self) -> None:
+        """`ctrl+o`: the last call's output."""
+        block = self.last_tool_block()
+        if block is not None:
+            await self.toggle_output(block)
 
     async def on_click(self, event: Click) -> None:
-        if self._earlier is not None and event.widget is self._earlier:
-            await self.show_earlier()
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        found = self._block_at(offset.y + round(self.scroll_y) - self._lift)
+        if found is not None and isinstance(found[0], ToolBlock):
+            event.stop()
+            await self.toggle_output(found[0])
 
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        if new_value == 0 and old_value > 0 and self._first > 0 and self._anchor_released:
-            self.call_later(self.show_earlier)
+    # --- drawing blocks -----------------------------------------------------------------
+
+    def _draw(self, block: Block) -> None:
+        if self._width and self.is_attached:
+            block.render(self._width, self._painter)
+        else:  # not laid out yet, or already gone (the app quits): drawn when next in view
+            block.estimate(self._width or 80)
+
+    def _redraw(self, block: Block) -> None:
+        self._draw(block)
+        self._relayout()
+
+    def _relayout(self) -> None:
+        """Place the blocks again after heights changed, keeping the line at the top of the view."""
+        anchor = self._anchor()
+        tops: list[int] = []
+        y, above = 0, 0
+        for block in self._blocks:
+            y += max(above, block.margin)
+            tops.append(y)
+            y += block.height
+            above = block.margin
+        self._tops, self._height = tops, y + above
+        self.virtual_size = Size(self._width, self._height)
+        self._restore(anchor)
+        self.refresh()
+
+    def _following(self) -> bool:
+        return self.is_anchored and not self._anchor_released
+
+    def _anchor(self) -> Anchor | None:
+        if self._following():
+            return None
+        return self._block_at(round(self.scroll_y))
+
+    def _restore(self, anchor: Anchor | None) -> None:
+        if self._following():
+            y = max(0, self._height - self.scrollable_content_region.height)
+        elif anchor is not None and anchor[0] in self._blocks:
+            block, line = anchor
+            y = self._tops[self._blocks.index(block)] + line
+        else:
+            return
+        if y != round(self.scroll_y):
+            self.set_reactive(ScrollView.scroll_target_y, float(y))
+            self.scroll_y = float(y)
+
+    def _block_at(self, y: int) -> Anchor | None:
+        """The block drawn at document line `y` and the line within it (negative: the blank above)."""
+        index = bisect_right(self._tops, y) - 1
+        if not self._blocks:
+            return None
+        if index < 0:
+            return self._blocks[0], y - self._tops[0]
+        return self._blocks[index], y - self._tops[index]
+
+    def _reflow(self, width: int) -> None:
+        """The width changed: every block is drawn again when next in view."""
+        self._width = width
+        for block in self._blocks:
+            if isinstance(block, Block):
+                block.estimate(width)
+            else:
+                block.update(width, self._painter)
+        self._relayout()
+
+    def _draw_near_view(self) -> None:
+        """Render the blocks in view, and a screen above and below, before they are drawn."""
+        viewport = max(1, self.scrollable_content_region.height)
+        for _ in range(4):  # each pass may move the view; it settles at once in practice
+            top = round(self.scroll_y)
+            start = max(0, bisect_right(self._tops, top - viewport) - 1)
+            end = bisect_right(self._tops, top + 2 * viewport)
+            todo = [b for b in self._blocks[start:end] if isinstance(b, Block) and not b.rendered]
+            if not todo:
+                return
+            for block in todo:
+                block.render(self._width, self._painter)
+            self._relayout()
+
+    def _on_resize(self, event: Resize) -> None:
+        self._prepare()
+
+    def _prepare(self) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return
+        if width != self._width:
+            self._reflow(width)
+        live = self.live
+        if live is not None and live.dirty and self._frame is None:
+            live.update(width, self._painter)
+            self._relayout()
+        self._draw_near_view()
+
+    # --- the Line API -------------------------------------------------------------------
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._prepare()
+        return super().render_lines(crop)
+
+    @property
+    def _lift(self) -> int:
+        """Blank lines above a document shorter than the view: it sits at the bottom, by the prompt."""
+        return max(0, self.scrollable_content_region.height - self._height)
+
+    def render_line(self, y: int) -> Strip:
+        document_y = round(self.scroll_y) + y - self._lift
+        if document_y < 0:
+            return Strip.blank(self._width, self.rich_style)
+        strip = self._line(document_y)
+        selection = self.text_selection
+        if selection is not None and (span := selection.get_span(document_y)) is not None:
+            strip = self._highlight(strip, *span)
+        return strip.apply_offsets(0, document_y)
+
+    def _line(self, y: int) -> Strip:
+        found = self._block_at(y)
+        if found is None:
+            return Strip.blank(self._width, self.rich_style)
+        block, line = found
+        if not 0 <= line < block.height:
+            return Strip.blank(self._width, self.rich_style)
+        if isinstance(block, Block) and not block.rendered:
+            block.render(self._width, self._painter)  # `_prepare` missed it; heights settle next frame
+            if line >= block.height:
+                return Strip.blank(self._width, self.rich_style)
+        return block.line(line)
+
+    def _highlight(self, strip: Strip, start: int, end: int) -> Strip:
+        style = self.screen.get_component_rich_style("screen--selection")
+        end = strip.cell_length if end == -1 else end
+        before, chosen, after = strip.divide([start, end, strip.cell_length])[:3]
+        chosen = Strip(list(Segment.apply_style(chosen, post_style=style)), chosen.cell_length)
+        return Strip.join([before, chosen, after])
+
+    # --- selection and text ---------------------------------------------------------------
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        first = selection.start.y if selection.start is not None else 0
+        last = selection.end.y if selection.end is not None else self._height - 1
+        lines = [self._line(y).text.rstrip() for y in range(first, last + 1)]
+        shifted = Selection(
+            None if selection.start is None else Offset(selection.start.x, 0),
+            None if selection.end is None else Offset(selection.end.x, last - first),
+        )
+        return shifted.extract("\n".join(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
+
+    def block_text(self, block: AnyBlock) -> str:
+        """What `block` shows, as plain text (drawn now if it was not yet)."""
+        if isinstance(block, LiveBlock):
+            return "\n".join(line.text.rstrip() for line in block.lines())
+        if not block.rendered and self._width:
+            block.render(self._width, self._painter)
+        return block.text()

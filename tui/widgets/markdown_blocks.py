@@ -1,0 +1,72 @@
+"""Markdown as a sequence of top-level blocks, so a growing answer costs only its tail.
+
+A paragraph, a list or a code fence is final once another block has started after it:
+nothing appended later can change how it parses. `GrowingMarkdown` keeps the text of an
+answer being streamed in two parts, the finished blocks (each handed out once, to be
+rendered once) and the unfinished tail (re-parsed and re-rendered as it grows).
+
+A finished answer is drawn by rendering the same blocks the same way
+(`split_blocks`, one Rich `Markdown` per block, one blank line between blocks), so the
+streamed message and the finished one are identical line for line: the swap from one to
+the other changes nothing on screen.
+"""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+
+_PARSER = MarkdownIt().enable("strikethrough").enable("table")
+"""The parser Rich's `Markdown` uses, so blocks split where Rich would see them."""
+
+
+def split_blocks(source: str) -> list[str]:
+    """The top-level blocks of `source`, each as its own source text, in order."""
+    lines = source.splitlines(keepends=True)
+    return ["".join(lines[start:end]) for start, end in _block_lines(source)]
+
+
+def _block_lines(source: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for token in _PARSER.parse(source):
+        if token.level == 0 and token.map is not None and token.nesting >= 0:
+            start, end = token.map
+            spans.append((start, end))
+    return spans
+
+
+class GrowingMarkdown:
+    """The text of an answer as it streams: finished blocks and the tail after them."""
+
+    def __init__(self) -> None:
+        self._done: list[str] = []
+        """Text of the finished part: the finished blocks and the blank lines between them."""
+        self._pending: list[str] = []
+        self._tail = ""
+
+    @property
+    def text(self) -> str:
+        """Everything appended so far."""
+        return "".join((*self._done, self._tail, *self._pending))
+
+    @property
+    def tail(self) -> str:
+        """The last block, still growing (after `settle`)."""
+        return self._tail
+
+    def append(self, text: str) -> None:
+        self._pending.append(text)
+
+    def settle(self) -> list[str]:
+        """Take in what was appended; returns the blocks that became final (maybe none)."""
+        if self._pending:
+            self._tail += "".join(self._pending)
+            self._pending.clear()
+        spans = _block_lines(self._tail)
+        if len(spans) < 2:
+            return []
+        lines = self._tail.splitlines(keepends=True)
+        finished = ["".join(lines[start:end]) for start, end in spans[:-1]]
+        cut = sum(len(line) for line in lines[: spans[-1][0]])
+        self._done.append(self._tail[:cut])
+        self._tail = self._tail[cut:]
+        return finished
