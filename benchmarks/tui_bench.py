@@ -252,10 +252,13 @@ def probe_keys(
         shown = len(match.group(1)) if match else -1
         while pending and (shown >= pending[0][0] if pending[0][1] else 0 <= shown <= pending[0][0]):
             latencies.append(seen_at - pending.pop(0)[2])
-        if pending and seen_at - pending[0][2] > STALL and shown >= 0:  # lost: count it as late, go on
+        if pending and seen_at - pending[0][2] > STALL:  # lost: count it as late, say so, go on
             latencies.extend(seen_at - when for _, _, when in pending)
-            pending, length = [], shown
-            run.figures["keys_lost"] = run.figures.get("keys_lost", 0) + 1
+            run.figures["keys_lost"] = run.figures.get("keys_lost", 0) + len(pending)
+            print(f"{run.app.label}: keys not on screen after {STALL:.0f}s; the screen:\n{screen}", file=sys.stderr)
+            pending, length = [], max(0, shown)
+            if shown < 0:  # the mark is gone too: start again after a new one
+                run.tmux.type(run.name, PROBE_MARK)
         if not pending and (sent >= count or (done is not None and done(screen))):
             return latencies
         time.sleep(0.004)

@@ -71,7 +71,9 @@ class Agent:
     """Prompt plus completion tokens of the latest response: how full the context is."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
     _interrupting: bool = field(default=False, repr=False)
-    _partial: str = field(default="", repr=False)
+    _partial: list[str] = field(default_factory=list, repr=False)
+    """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
+    token, which made a 2 MB answer quadratic."""
     _batch: BatchRunner | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -145,15 +147,15 @@ class Agent:
         """One model request, retried when a response fails part-way."""
         schemas = [tool.schema() for tool in self.tools]
         for attempt in range(1, self.options.stream_retries + 2):
-            self._partial = ""
+            self._partial = []
             messages = [{"role": "system", "content": self.system_prompt}, *self.history]
             try:
                 async for item in self.model.stream(messages, schemas):
                     if isinstance(item, str):
-                        self._partial += item
+                        self._partial.append(item)
                         yield TextDelta(item)
                         continue
-                    self._partial = ""
+                    self._partial = []
                     usage = self._usage(item, messages)
                     self.context_tokens = usage.prompt_tokens + usage.completion_tokens
                     yield usage
@@ -162,11 +164,11 @@ class Agent:
                 raise ModelError("the model stream ended without a response", retryable=True)
             except ModelError as exc:
                 if not exc.retryable or attempt > self.options.stream_retries:
-                    self._partial = ""
+                    self._partial = []
                     yield Error(exc.message)
                     return
                 if self._partial:
-                    self._partial = ""  # void: an interrupt during the wait must not save it
+                    self._partial = []  # void: an interrupt during the wait must not save it
                     yield ResponseDiscarded(exc.message, attempt)
                 yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
                 await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
@@ -175,7 +177,7 @@ class Agent:
                 return
             except Exception as exc:  # a model client bug or output nobody foresaw: end the turn, keep the session
                 log.exception("model stream failed")
-                self._partial = ""
+                self._partial = []
                 yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
 
@@ -219,9 +221,9 @@ class Agent:
 
     def _repair(self) -> None:
         """Answer every unanswered tool call (cancelled) so the history stays valid."""
-        if self._partial:
-            self.append({"role": "assistant", "content": self._partial + "\n\n[interrupted by the user]"})
-            self._partial = ""
+        partial, self._partial = "".join(self._partial), []
+        if partial:
+            self.append({"role": "assistant", "content": partial + "\n\n[interrupted by the user]"})
         for message in missing_replies(self.history):
             self.append(message, "cancelled")
 

@@ -29,6 +29,7 @@ from ..handler import EventHandler
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
 from ..widgets.conversation import Conversation
+from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
@@ -105,8 +106,10 @@ class MainScreen(Screen[None]):
             self.query_one(PromptInput).cursor_blink = False
         self.status.set_model(self.runtime.model_name)
         self.status.mode = self.runtime.permissions.mode
-        await self._show_session()
+        # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
+        # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
+        await self._show_session()
         if self.pick_session:
             self._pick_session()
 
@@ -128,12 +131,16 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="warm-up", exit_on_error=False)
     def warm_up(self) -> None:
-        """Import and build the model client off the event loop, after the first frame."""
+        """Import and build the model client off the event loop, after the first frame
+        (and what drawing Markdown needs, so the first answer does not wait for it)."""
+        preload_markdown()
         self.runtime.warm_up()
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str) -> None:
-        await self._ready.wait()
+        if not self._ready.is_set():  # sent right at launch: the client is still being built
+            self.status.set_activity("connecting…")
+            await self._ready.wait()
         self.status.set_activity("thinking")
         handler = EventHandler(self)
         agent = self.runtime.agent

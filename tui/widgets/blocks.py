@@ -13,7 +13,6 @@ output is drawn as what it is.
 from __future__ import annotations
 
 from rich.console import RenderableType
-from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.content import Content
@@ -33,7 +32,7 @@ from ..transcript import (
     UserEntry,
     output_summary,
 )
-from .markdown_blocks import GrowingMarkdown, split_blocks
+from .markdown_blocks import GrowingMarkdown, rich_markdown, split_blocks
 
 MAX_OUTPUT_LINES = 2100
 """Lines of tool output kept when a call is expanded; the core caps output too. Room for a
@@ -117,7 +116,7 @@ def markdown_lines(blocks: list[str], width: int, painter: Painter) -> list[Stri
 
 def block_lines(block: str, width: int, painter: Painter) -> list[Strip]:
     """One Markdown block, without the blank lines Rich puts around some blocks."""
-    lines = painter.rich(RichMarkdown(block), width, painter.style())
+    lines = painter.rich(rich_markdown(block), width, painter.style())
     start, end = 0, len(lines)
     while start < end and _is_blank(lines[start]):
         start += 1

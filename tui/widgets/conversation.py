@@ -91,6 +91,7 @@ class Conversation(ScrollView, can_focus=False):
         self._frame_interval = 1 / FRAME_RATE
         self._waiting_tool: str | None = None
         """The tool an open approval asks about: its call's block says it waits."""
+        self._prefetch_pending = False
 
     def on_mount(self) -> None:
         self.anchor()
@@ -333,19 +334,28 @@ class Conversation(ScrollView, can_focus=False):
                 block.update(width, self._painter)
         self._relayout()
 
-    def _draw_near_view(self) -> None:
-        """Render the blocks in view, and a screen above and below, before they are drawn."""
+    def _draw_near_view(self, screens: int = 0) -> bool:
+        """Render the blocks in view (and `screens` screens above and below); whether any were."""
         viewport = max(1, self.scrollable_content_region.height)
+        drawn = False
         for _ in range(4):  # each pass may move the view; it settles at once in practice
-            top = round(self.scroll_y)
-            start = max(0, bisect_right(self._tops, top - viewport) - 1)
-            end = bisect_right(self._tops, top + 2 * viewport)
+            top = round(self.scroll_y) - self._lift
+            start = max(0, bisect_right(self._tops, top - screens * viewport) - 1)
+            end = bisect_right(self._tops, top + (1 + screens) * viewport)
             todo = [b for b in self._blocks[start:end] if isinstance(b, Block) and not b.rendered]
             if not todo:
-                return
+                break
             for block in todo:
                 block.render(self._width, self._painter)
+            drawn = True
             self._relayout()
+        return drawn
+
+    def _draw_around_view(self) -> None:
+        """After a frame: the screens above and below too, so paging lands on exact lines."""
+        self._prefetch_pending = False
+        if self._width and self.is_attached:
+            self._draw_near_view(screens=1)
 
     def _on_resize(self, event: Resize) -> None:
         self._prepare()
@@ -361,6 +371,9 @@ class Conversation(ScrollView, can_focus=False):
             live.update(width, self._painter)
             self._relayout()
         self._draw_near_view()
+        if not self._prefetch_pending:
+            self._prefetch_pending = True
+            self.call_after_refresh(self._draw_around_view)
 
     # --- the Line API -------------------------------------------------------------------
 

@@ -13,10 +13,51 @@ the other changes nothing on screen.
 
 from __future__ import annotations
 
-from markdown_it import MarkdownIt
+import copy
+from functools import cache
+from typing import TYPE_CHECKING
 
-_PARSER = MarkdownIt().enable("strikethrough").enable("table")
-"""The parser Rich's `Markdown` uses, so blocks split where Rich would see them."""
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown
+
+
+@cache
+def parser() -> MarkdownIt:
+    """The parser Rich's `Markdown` uses, so blocks split where Rich would see them.
+
+    Imported on first use (with Rich's Markdown, ~50 ms): a session without an answer on
+    screen yet draws its first frame without it. `preload` brings both in from a thread.
+    """
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt().enable("strikethrough").enable("table")
+
+
+def rich_markdown(block: str) -> Markdown:
+    """Rich's `Markdown` for `block`, parsed with the shared parser.
+
+    `Markdown(text)` builds a new parser for every document, compiling its regular
+    expressions again (milliseconds each time): far more than drawing a paragraph. This
+    copies a template made once and sets only the text and its tokens.
+    """
+    markdown = copy.copy(_template())
+    markdown.markup = block
+    markdown.parsed = parser().parse(block)
+    return markdown
+
+
+@cache
+def _template() -> Markdown:
+    from rich.markdown import Markdown
+
+    return Markdown("")
+
+
+def preload() -> None:
+    """Import what drawing Markdown needs, off the event loop (the UI calls it from a thread)."""
+    _template()
+    parser()
 
 
 def split_blocks(source: str) -> list[str]:
@@ -27,7 +68,7 @@ def split_blocks(source: str) -> list[str]:
 
 def _block_lines(source: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for token in _PARSER.parse(source):
+    for token in parser().parse(source):
         if token.level == 0 and token.map is not None and token.nesting >= 0:
             start, end = token.map
             spans.append((start, end))
