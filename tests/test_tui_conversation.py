@@ -20,9 +20,10 @@ from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_don
 
 from todo_agent.core.session import Session
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
-from todo_agent.tui.widgets import blocks
+from todo_agent.tui.widgets import blocks, markdown_body
 from todo_agent.tui.widgets.blocks import MAX_OUTPUT_LINES, Block, LiveBlock, ToolBlock
 from todo_agent.tui.widgets.conversation import Conversation
+from todo_agent.tui.widgets.painter import Painter
 
 ANSWER = """# Plan {n}
 
@@ -194,8 +195,8 @@ async def test_a_streamed_answer_looks_at_every_step_like_the_finished_one() -> 
             await finished.add(AssistantEntry(streamed))
             await pilot.pause()
             assert conversation.live is not None
-            live_lines = [line.text for line in conversation.live.lines()]
-            expected = [line.text for line in finished.blocks[0].lines or []] if streamed.strip() else []
+            live_lines = conversation.block_text(conversation.live)
+            expected = finished.block_text(finished.blocks[0]) if streamed.strip() else ""
             assert live_lines == expected, streamed
         text = conversation.block_text(conversation.blocks[-1])
         assert "def parse(text):" in text and "• parse it in one pass:" in text and "1 change load()" in text
@@ -205,11 +206,11 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
     app = Host(Conversation())
     again: list[str] = []
     drawn: set[tuple[str, int]] = set()
-    real = blocks.block_lines
+    real = markdown_body.block_lines
 
-    def watching(block: str, width: int, painter: blocks.Painter) -> list[Any]:
+    def watching(block: str, width: int, painter: Painter) -> list[Any]:
         live = app.conversation.live
-        finished = live is not None and block.rstrip() in {b.rstrip() for b in live._blocks}
+        finished = live is not None and block.rstrip() in {b.rstrip() for b in live.finished_blocks}
         if finished and (block.rstrip(), width) in drawn:
             again.append(block)
         if finished:
@@ -220,11 +221,12 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
         await pilot.pause()
         text = long_answer(3)
         with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(markdown_body, "block_lines", watching)
             patch.setattr(blocks, "block_lines", watching)
             for piece in pieces(text, 4):
                 await app.conversation.write_live(piece)
                 await pilot.pause()
-        assert app.conversation.live is not None and len(app.conversation.live._blocks) > 20
+        assert app.conversation.live is not None and len(app.conversation.live.finished_blocks) > 20
         assert again == []
 
 
@@ -259,12 +261,23 @@ async def test_the_finished_message_takes_the_live_one_s_place_and_lines() -> No
         await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
         live = conversation.live
         assert live is not None
-        shown = [line.text for line in live.lines()]
-        await conversation.finish_live(LONG_ANSWER)
-        assert conversation.live is None and len(conversation.blocks) == 2
-        block = conversation.blocks[1]
-        assert isinstance(block, Block) and block.entry == AssistantEntry(LONG_ANSWER)
-        assert [line.text for line in block.lines or []] == shown
+        shown = conversation.block_text(live)
+        drawn: list[str] = []
+        real = markdown_body.block_lines
+
+        def counting(block: str, width: int, painter: Painter) -> list[Any]:
+            drawn.append(block)
+            return real(block, width, painter)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(markdown_body, "block_lines", counting)
+            patch.setattr(blocks, "block_lines", counting)
+            await conversation.finish_live(LONG_ANSWER)
+            assert conversation.live is None and len(conversation.blocks) == 2
+            block = conversation.blocks[1]
+            assert isinstance(block, Block) and block.entry == AssistantEntry(LONG_ANSWER)
+            assert conversation.block_text(block) == shown
+        assert drawn == []  # nothing drawn again: the live message's lines are the finished one's
         assert conversation.entries == [UserEntry("go"), AssistantEntry(LONG_ANSWER)]
 
 

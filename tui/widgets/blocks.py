@@ -12,14 +12,10 @@ output is drawn as what it is.
 
 from __future__ import annotations
 
-from rich.console import RenderableType
-from rich.segment import Segment
-from rich.style import Style as RichStyle
+import time
+
 from textual.content import Content
 from textual.strip import Strip
-from textual.style import Style
-from textual.visual import RichVisual, Visual
-from textual.widget import Widget
 
 from ..sanitize import StreamSanitizer, sanitize
 from ..transcript import (
@@ -32,7 +28,9 @@ from ..transcript import (
     UserEntry,
     output_summary,
 )
-from .markdown_blocks import GrowingMarkdown, rich_markdown, split_blocks
+from .markdown_blocks import GrowingMarkdown, split_blocks
+from .markdown_body import GUTTER, MarkdownBody, block_lines, decorate
+from .painter import Painter, fit, spacing
 
 MAX_OUTPUT_LINES = 2100
 """Lines of tool output kept when a call is expanded; the core caps output too. Room for a
@@ -43,42 +41,6 @@ OUTPUT_INDENT = 5
 
 _STATUS_ICON = {"ok": "✔", "error": "✘", "denied": "✘", "cancelled": "✘", "running": "…"}
 _NOTICE_STYLE = {"info": "$text-muted", "warning": "$text-warning", "error": "$text-error", "dim": "$text-muted 60%"}
-_TALL_BAR = "▊"
-"""Textual's `tall` left border: drawn reversed, it leaves a thin bar at the cell's right."""
-
-
-class Painter:
-    """Draws visuals into strips with the pane's theme (its CSS variables and component styles)."""
-
-    def __init__(self, widget: Widget) -> None:
-        self.widget = widget
-
-    def style(self, *components: str) -> Style:
-        return self.widget.get_visual_style(*components)
-
-    def content(self, content: Content, width: int, style: Style) -> list[Strip]:
-        return Visual.to_strips(self.widget, content, max(1, width), None, style, apply_selection=False)
-
-    def rich(self, renderable: RenderableType, width: int, style: Style) -> list[Strip]:
-        visual = RichVisual(self.widget, renderable)
-        return Visual.to_strips(self.widget, visual, max(1, width), None, style, apply_selection=False)
-
-    def bar(self, component: str) -> Strip:
-        """A one-cell `tall` left border in `component`'s colour, as Textual draws it."""
-        colour, outside = self.style(component).foreground, self.style().background
-        style = RichStyle(
-            color=colour.rich_color if colour else None,
-            bgcolor=outside.rich_color if outside else None,
-            reverse=True,
-        )
-        return Strip([Segment(_TALL_BAR, style)], 1)
-
-    def blank(self, width: int) -> Strip:
-        return Strip.blank(width, self.style().rich_style)
-
-
-def _fit(strip: Strip, width: int, style: Style) -> Strip:
-    return strip.adjust_cell_length(width, style.rich_style)
 
 
 # --- one renderer per kind of entry ---------------------------------------------------
@@ -91,54 +53,10 @@ def user_lines(entry: UserEntry, width: int, painter: Painter) -> list[Strip]:
     text_width = max(1, width - 4)
     body = painter.content(Content(sanitize(entry.text)), text_width, band) or [Strip.blank(text_width)]
     gutter = painter.content(Content("❯"), 2, mark)[0].adjust_cell_length(2, mark.rich_style)
-    pad, indent = _spacing(1, band), _spacing(2, band)
+    pad, indent = spacing(1, band), spacing(2, band)
     return [
-        Strip.join([pad, gutter if n == 0 else indent, _fit(line, text_width, band), pad])
-        for n, line in enumerate(body)
+        Strip.join([pad, gutter if n == 0 else indent, fit(line, text_width, band), pad]) for n, line in enumerate(body)
     ]
-
-
-def _spacing(width: int, style: Style) -> Strip:
-    """Blank cells in `style`'s background only, as Textual fills padding."""
-    return Strip.blank(width, RichStyle(bgcolor=style.background.rich_color if style.background else None))
-
-
-def markdown_lines(blocks: list[str], width: int, painter: Painter) -> list[Strip]:
-    """Markdown blocks rendered one by one, one blank line between them."""
-    lines: list[Strip] = []
-    for block in blocks:
-        rendered = block_lines(block, width, painter)
-        if rendered and lines:
-            lines.append(painter.blank(width))
-        lines.extend(rendered)
-    return lines
-
-
-def block_lines(block: str, width: int, painter: Painter) -> list[Strip]:
-    """One Markdown block, without the blank lines Rich puts around some blocks."""
-    lines = painter.rich(rich_markdown(block), width, painter.style())
-    start, end = 0, len(lines)
-    while start < end and _is_blank(lines[start]):
-        start += 1
-    while end > start and _is_blank(lines[end - 1]):
-        end -= 1
-    return lines[start:end]
-
-
-def _is_blank(strip: Strip) -> bool:
-    """No text and no background: spacing, not part of the block (a code block's padding has a background)."""
-    return all(not text.strip() and not (style and style.bgcolor) for text, style, _ in strip)
-
-
-def with_gutter(lines: list[Strip], painter: Painter, *, first: bool = True) -> list[Strip]:
-    """`● ` before the first line of a message, two spaces before the others."""
-    style = painter.style()
-    bullet, indent = Strip([Segment("● ", style.rich_style)], 2), _spacing(2, style)
-    return [Strip.join([bullet if first and n == 0 else indent, line]) for n, line in enumerate(lines)]
-
-
-def assistant_lines(text: str, width: int, painter: Painter) -> list[Strip]:
-    return with_gutter(markdown_lines(split_blocks(sanitize(text)), max(1, width - 2), painter), painter)
 
 
 def tool_line(entry: ToolEntry, waiting: bool) -> Content:
@@ -191,7 +109,7 @@ def output_box(output: str, width: int, painter: Painter) -> list[Strip]:
     inner = max(1, width - OUTPUT_INDENT - 1)
     margin, bar = painter.blank(OUTPUT_INDENT), painter.bar("conversation--output-bar")
     text = Content("\n".join(output_lines(output)))
-    return [Strip.join([margin, bar, _fit(line, inner, box)]) for line in painter.content(text, inner, box)]
+    return [Strip.join([margin, bar, fit(line, inner, box)]) for line in painter.content(text, inner, box)]
 
 
 def notice_lines(entry: NoticeEntry, width: int, painter: Painter) -> list[Strip]:
@@ -211,7 +129,7 @@ def plain_lines(entry: PlainEntry, width: int, painter: Painter) -> list[Strip]:
     muted = painter.style("conversation--help")
     bar, pad = painter.bar("conversation--help-bar"), Strip.blank(1, muted.rich_style)
     inner = max(1, width - 3)
-    return [Strip.join([bar, pad, _fit(line, inner, muted), pad]) for line in painter.content(content, inner, muted)]
+    return [Strip.join([bar, pad, fit(line, inner, muted), pad]) for line in painter.content(content, inner, muted)]
 
 
 def estimate_height(entry: Entry, width: int) -> int:
@@ -233,44 +151,50 @@ def estimate_height(entry: Entry, width: int) -> int:
 
 
 class Block:
-    """One entry of the conversation and its lines at the pane's current width."""
+    """One entry of the conversation and its lines at the pane's current width.
+
+    The pane asks a block to `draw` the lines about to be shown, then reads them with
+    `line`; until drawn, `height` is an estimate.
+    """
 
     margin = 1
     """Blank lines wanted above and below (between two blocks, the larger of the two)."""
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
-        self.lines: list[Strip] | None = None
-        """The rendered lines, or None until the block is first drawn at this width."""
+        self._lines: list[Strip] | None = None
         self.height = 1
 
     @property
     def rendered(self) -> bool:
-        return self.lines is not None
+        """Whether any of it is drawn at the current width."""
+        return self._lines is not None
 
-    def line(self, y: int) -> Strip:
-        assert self.lines is not None
-        return self.lines[y]
-
-    def text(self) -> str:
-        """What the block shows, as plain text (for selections and tests)."""
-        return "\n".join(line.text.rstrip() for line in self.lines or [])
-
-    def render(self, width: int, painter: Painter) -> None:
-        self.lines = self._render(width, painter)
-        self.height = len(self.lines)
-
-    def estimate(self, width: int) -> None:
-        """Forget the lines (the width changed) and guess the height until they are drawn again."""
-        self.lines = None
+    def reset(self, width: int) -> None:
+        """Forget the lines (the width changed, or the entry) and guess the height until drawn."""
+        self._lines = None
         self.height = estimate_height(self.entry, width)
+
+    def draw(self, start: int, end: int, width: int, painter: Painter) -> bool:
+        """Make lines `start` to `end` ready to show; whether anything was drawn."""
+        if self._lines is not None:
+            return False
+        self._lines = self._render(width, painter)
+        self.height = len(self._lines)
+        return True
+
+    def line(self, y: int, painter: Painter) -> Strip:
+        assert self._lines is not None
+        return self._lines[y]
+
+    def all_lines(self, width: int, painter: Painter) -> list[Strip]:
+        self.draw(0, self.height, width, painter)
+        return list(self._lines or [])
 
     def _render(self, width: int, painter: Painter) -> list[Strip]:
         match self.entry:
             case UserEntry() as entry:
                 return user_lines(entry, width, painter)
-            case AssistantEntry(text=text):
-                return assistant_lines(text, width, painter)
             case NoticeEntry() as entry:
                 return notice_lines(entry, width, painter)
             case PlainEntry() as entry:
@@ -294,77 +218,159 @@ class ToolBlock(Block):
         return tool_lines(self.entry, waiting=self.waiting, expanded=self.expanded, width=width, painter=painter)
 
 
+class AssistantBlock(Block):
+    """A finished answer: its Markdown blocks, each drawn when it comes into view."""
+
+    entry: AssistantEntry
+
+    def __init__(self, entry: AssistantEntry, body: MarkdownBody | None = None) -> None:
+        super().__init__(entry)
+        self._body = body
+        """None until first drawn: a resumed session does not even split its answers."""
+        if body is not None:
+            self.height = body.height
+
+    @property
+    def rendered(self) -> bool:
+        return self._body is not None and self._body.drawn
+
+    def reset(self, width: int) -> None:
+        self._body = None
+        self.height = estimate_height(self.entry, width)
+
+    def _prepared(self, width: int, painter: Painter) -> MarkdownBody:
+        if self._body is None or self._body.width != width - GUTTER:
+            self._body = MarkdownBody(max(1, width - GUTTER))
+            for source in split_blocks(sanitize(self.entry.text)):
+                self._body.add(source, painter)
+        return self._body
+
+    def draw(self, start: int, end: int, width: int, painter: Painter) -> bool:
+        body = self._prepared(width, painter)
+        drawn = body.draw(start, end, painter)
+        changed = drawn or self.height != body.height
+        self.height = body.height
+        return changed
+
+    def line(self, y: int, painter: Painter) -> Strip:
+        assert self._body is not None
+        return self._body.line(y, painter)
+
+    def all_lines(self, width: int, painter: Painter) -> list[Strip]:
+        lines = self._prepared(width, painter).all_lines(painter)
+        self.height = len(lines)
+        return lines
+
+
 def block_for(entry: Entry) -> Block:
-    return ToolBlock(entry) if isinstance(entry, ToolEntry) else Block(entry)
+    match entry:
+        case ToolEntry():
+            return ToolBlock(entry)
+        case AssistantEntry():
+            return AssistantBlock(entry)
+    return Block(entry)
 
 
 class LiveBlock:
     """The message being streamed.
 
-    Its finished Markdown blocks are rendered once, when they finish; only the last block
-    (the tail) is rendered again as text arrives. `update` takes in what arrived since the
-    last frame.
+    Finished Markdown blocks join a `MarkdownBody` (drawn once, when in view); only the
+    last block, the tail, is drawn again as text arrives. `update` takes in what arrived
+    since the last frame; `finish` hands the body to the finished message.
     """
 
     margin = 1
 
+    CHUNK = 4_000
+    BUDGET = 0.015
+    """An `update` takes text in `CHUNK` characters at a time for at most `BUDGET` seconds:
+    a burst is drawn over several frames, with keys and the screen served between them,
+    rather than in one long stall."""
+
     def __init__(self) -> None:
         self._sanitizer = StreamSanitizer()
+        self._raw: list[str] = []
+        """The text as it came, to tell cheaply whether the final message is what streamed."""
         self._markdown = GrowingMarkdown()
-        self._blocks: list[str] = []
-        """The finished blocks, kept to draw them again at another width."""
-        self._done: list[Strip] = []
+        self._body: MarkdownBody | None = None
         self._tail: list[Strip] = []
         self._tail_drawn: tuple[str, list[Strip]] = ("", [])
-        """The tail as last drawn and its lines (without the gutter), at `_width`."""
-        self._width = 0
+        """The tail as last drawn and its lines (before the gutter), at the body's width."""
         self.height = 0
-        self.rendered = True
         self.dirty = False
         """Text arrived that is not drawn yet."""
+
+    rendered = True
 
     @property
     def text(self) -> str:
         """Everything streamed so far, sanitized."""
         return self._markdown.text
 
+    @property
+    def finished_blocks(self) -> list[str]:
+        return self._body.sources if self._body is not None else []
+
+    def behind(self) -> bool:
+        """Whether text arrived that is not drawn yet (`dirty`, asked after an update)."""
+        return self.dirty
+
+    def streamed(self, text: str) -> bool:
+        """Whether `text` is exactly what was fed, so the lines drawn from it are its lines."""
+        return text == "".join(self._raw)
+
     def feed(self, delta: str) -> None:
+        self._raw.append(delta)
         safe = self._sanitizer.feed(delta)
         if safe:
             self._markdown.append(safe)
             self.dirty = True
 
     def update(self, width: int, painter: Painter) -> None:
-        """Draw what arrived: new finished blocks once, and the tail again."""
-        width = max(1, width - 2)
-        if width != self._width:
-            self._width, self._done, self._tail_drawn = width, [], ("", [])
-            for block in self._blocks:
-                self._add_block(block, painter)
-        for block in self._markdown.settle():
-            self._blocks.append(block)
-            self._add_block(block, painter)
+        """Take in what arrived: finished blocks join the body, the tail is drawn again."""
+        body = self._body
+        if body is None or body.width != max(1, width - GUTTER):  # first, or another width
+            sources = self.finished_blocks
+            body = self._body = MarkdownBody(max(1, width - GUTTER))
+            for source in sources:
+                body.add(source, painter)
+            self._tail_drawn = ("", [])
+        deadline = time.monotonic() + self.BUDGET
+        while True:
+            for source in self._markdown.settle(self.CHUNK):
+                drawn, lines = self._tail_drawn  # finished as it was last drawn (the usual case): keep those lines
+                body.add(source, painter, lines if drawn.rstrip() == source.rstrip() else None)
+                self._tail_drawn = ("", [])
+            if not self._markdown.behind or time.monotonic() > deadline:
+                break
         tail = self._markdown.tail
-        self._tail_drawn = (tail, block_lines(tail, width, painter) if tail.strip() else [])
-        lines = list(self._tail_drawn[1])
-        if lines and self._done:
-            lines.insert(0, painter.blank(width))
-        self._tail = with_gutter(lines, painter, first=not self._done)
-        self.height = len(self._done) + len(self._tail)
-        self.dirty = False
+        self._tail_drawn = (tail, block_lines(tail, body.width, painter) if tail.strip() else [])
+        self._tail = decorate(self._tail_drawn[1], painter, first=not body)
+        self.height = body.height + len(self._tail)
+        self.dirty = self._markdown.behind
 
-    def _add_block(self, block: str, painter: Painter) -> None:
-        drawn, drawn_lines = self._tail_drawn
-        # Finished as it was last drawn (the usual case): keep those lines.
-        same = drawn.rstrip() == block.rstrip()
-        lines = list(drawn_lines) if same else block_lines(block, self._width, painter)
-        if lines and self._done:
-            lines.insert(0, painter.blank(self._width))
-        self._done.extend(with_gutter(lines, painter, first=not self._done))
+    def draw(self, start: int, end: int, width: int, painter: Painter) -> bool:
+        if self._body is None:
+            return False
+        drawn = self._body.draw(start, min(end, self._body.height), painter)
+        self.height = self._body.height + len(self._tail)
+        return drawn
 
-    def line(self, y: int) -> Strip:
-        done = self._done
-        return done[y] if y < len(done) else self._tail[y - len(done)]
+    def line(self, y: int, painter: Painter) -> Strip:
+        body = self._body
+        if body is not None and y < body.height:
+            return body.line(y, painter)
+        return self._tail[y - (body.height if body is not None else 0)]
 
-    def lines(self) -> list[Strip]:
-        return [*self._done, *self._tail]
+    def all_lines(self, width: int, painter: Painter) -> list[Strip]:
+        return [*(self._body.all_lines(painter) if self._body is not None else []), *self._tail]
+
+    def finish(self, entry: AssistantEntry, painter: Painter) -> AssistantBlock:
+        """The finished message, made of the same lines (the tail becomes its last block)."""
+        body = self._body
+        if body is None:
+            return AssistantBlock(entry)
+        tail, lines = self._tail_drawn
+        if tail.strip():
+            body.add(tail, painter, lines)
+        return AssistantBlock(entry, body)

@@ -16,6 +16,7 @@ with the very lines already on screen.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from bisect import bisect_right
 from collections.abc import Iterable
@@ -29,9 +30,9 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.timer import Timer
 
-from ..sanitize import sanitize
 from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
-from .blocks import Block, LiveBlock, Painter, ToolBlock, block_for
+from .blocks import AssistantBlock, Block, LiveBlock, ToolBlock, block_for
+from .painter import Painter
 
 FRAME_RATE = 30
 """Most redraws of the live message per second."""
@@ -92,6 +93,7 @@ class Conversation(ScrollView, can_focus=False):
         self._waiting_tool: str | None = None
         """The tool an open approval asks about: its call's block says it waits."""
         self._prefetch_pending = False
+        self._relayout_pending = False
 
     def on_mount(self) -> None:
         self.anchor()
@@ -131,7 +133,7 @@ class Conversation(ScrollView, can_focus=False):
         width = self._width or 80
         for block in self._blocks:
             if isinstance(block, Block):
-                block.estimate(width)
+                block.reset(width)
         self._relayout()
         self.anchor()
 
@@ -161,9 +163,11 @@ class Conversation(ScrollView, can_focus=False):
         live.update(self._width, self._painter)
         self._relayout()
         cost = time.monotonic() - started
-        # Falling behind (a huge tail, a slow machine): draw less often, never too rarely.
-        self._frame_interval = min(SLOWEST_FRAME, max(1 / FRAME_RATE, 3 * cost))
         self._last_frame = time.monotonic()
+        if live.behind():  # a burst bigger than one frame takes: the rest in the next, soon
+            self._frame = self.set_timer(0.001, self._draw_live, name="live message")
+        else:  # falling behind (a huge tail, a slow machine): draw less often, never too rarely
+            self._frame_interval = min(SLOWEST_FRAME, max(1 / FRAME_RATE, 3 * cost))
 
     def _cancel_frame(self) -> None:
         if self._frame is not None:
@@ -181,20 +185,24 @@ class Conversation(ScrollView, can_focus=False):
     async def finish_live(self, text: str) -> None:
         """Turn the live message into a finished one holding `text`, in place."""
         self._cancel_frame()
-        live, self.live = self.live, None
+        live = self.live
+        same = live is not None and self._width > 0 and self.is_attached and live.streamed(text)
+        if live is not None and same:
+            while live.behind():  # what is left of a burst, a frame's worth at a time
+                live.update(self._width, self._painter)
+                self._relayout()
+                await asyncio.sleep(0)  # keys and the screen go first
+        self.live = None
         position = self._blocks.index(live) if live is not None else len(self._blocks)
         if live is not None:
             self._blocks.remove(live)
         if text.strip():
             entry = AssistantEntry(text)
             self.entries.append(entry)
-            block = Block(entry)
-            if live is not None and self._width and sanitize(text) == live.text:
-                if live.dirty:
-                    live.update(self._width, self._painter)
-                block.lines = live.lines()  # the same lines, so the swap changes nothing on screen
-                block.height = len(block.lines)
+            if live is not None and same:
+                block = live.finish(entry, self._painter)  # the same lines: the swap changes nothing on screen
             else:
+                block = AssistantBlock(entry)
                 self._draw(block)
             self._blocks.insert(position, block)
         self._relayout()
@@ -271,10 +279,10 @@ class Conversation(ScrollView, can_focus=False):
     # --- drawing blocks -----------------------------------------------------------------
 
     def _draw(self, block: Block) -> None:
-        if self._width and self.is_attached:
-            block.render(self._width, self._painter)
-        else:  # not laid out yet, or already gone (the app quits): drawn when next in view
-            block.estimate(self._width or 80)
+        """Draw a new or changed block now (it is at the end, or it just changed in view)."""
+        block.reset(self._width or 80)
+        if self._width and self.is_attached:  # else: not laid out yet, or gone (the app quits)
+            block.draw(0, block.height, self._width, self._painter)
 
     def _redraw(self, block: Block) -> None:
         self._draw(block)
@@ -329,7 +337,7 @@ class Conversation(ScrollView, can_focus=False):
         self._width = width
         for block in self._blocks:
             if isinstance(block, Block):
-                block.estimate(width)
+                block.reset(width)
             else:
                 block.update(width, self._painter)
         self._relayout()
@@ -342,11 +350,13 @@ class Conversation(ScrollView, can_focus=False):
             top = round(self.scroll_y) - self._lift
             start = max(0, bisect_right(self._tops, top - screens * viewport) - 1)
             end = bisect_right(self._tops, top + (1 + screens) * viewport)
-            todo = [b for b in self._blocks[start:end] if isinstance(b, Block) and not b.rendered]
-            if not todo:
+            changed = False
+            for index in range(start, end):  # each block draws the part of it in range
+                block, block_top = self._blocks[index], self._tops[index]
+                low, high = top - screens * viewport - block_top, top + (1 + screens) * viewport - block_top
+                changed = block.draw(max(0, low), min(block.height, high), self._width, self._painter) or changed
+            if not changed:
                 break
-            for block in todo:
-                block.render(self._width, self._painter)
             drawn = True
             self._relayout()
         return drawn
@@ -403,11 +413,21 @@ class Conversation(ScrollView, can_focus=False):
         block, line = found
         if not 0 <= line < block.height:
             return Strip.blank(self._width, self.rich_style)
-        if isinstance(block, Block) and not block.rendered:
-            block.render(self._width, self._painter)  # `_prepare` missed it; heights settle next frame
+        if block.draw(line, line + 1, self._width, self._painter):  # `_prepare` missed it
+            self._settle_later()
             if line >= block.height:
                 return Strip.blank(self._width, self.rich_style)
-        return block.line(line)
+        return block.line(line, self._painter)
+
+    def _settle_later(self) -> None:
+        """Place the blocks again after this frame: one was drawn while painting."""
+        if not self._relayout_pending:
+            self._relayout_pending = True
+            self.call_after_refresh(self._settle)
+
+    def _settle(self) -> None:
+        self._relayout_pending = False
+        self._relayout()
 
     def _highlight(self, strip: Strip, start: int, end: int) -> Strip:
         style = self.screen.get_component_rich_style("screen--selection")
@@ -433,8 +453,7 @@ class Conversation(ScrollView, can_focus=False):
 
     def block_text(self, block: AnyBlock) -> str:
         """What `block` shows, as plain text (drawn now if it was not yet)."""
-        if isinstance(block, LiveBlock):
-            return "\n".join(line.text.rstrip() for line in block.lines())
-        if not block.rendered and self._width:
-            block.render(self._width, self._painter)
-        return block.text()
+        lines = block.all_lines(self._width or 80, self._painter)
+        if lines:
+            self._relayout()  # it may have been an estimate until now
+        return "\n".join(line.text.rstrip() for line in lines)

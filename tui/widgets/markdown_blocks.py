@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
     from rich.markdown import Markdown
 
 
@@ -67,8 +68,13 @@ def split_blocks(source: str) -> list[str]:
 
 
 def _block_lines(source: str) -> list[tuple[int, int]]:
+    # Block structure only: where blocks start and end does not depend on inline markup,
+    # and skipping the inline pass halves the work.
+    markdown = parser()
+    tokens: list[Token] = []
+    markdown.block.parse(source, markdown, {}, tokens)
     spans: list[tuple[int, int]] = []
-    for token in parser().parse(source):
+    for token in tokens:
         if token.level == 0 and token.map is not None and token.nesting >= 0:
             start, end = token.map
             spans.append((start, end))
@@ -97,11 +103,21 @@ class GrowingMarkdown:
     def append(self, text: str) -> None:
         self._pending.append(text)
 
-    def settle(self) -> list[str]:
-        """Take in what was appended; returns the blocks that became final (maybe none)."""
+    @property
+    def behind(self) -> bool:
+        """Whether text was appended that `settle` has not taken in yet."""
+        return bool(self._pending)
+
+    def settle(self, limit: int | None = None) -> list[str]:
+        """Take in what was appended (at most `limit` characters of it); returns the blocks
+        that became final (maybe none)."""
         if self._pending:
-            self._tail += "".join(self._pending)
+            pending = "".join(self._pending)
             self._pending.clear()
+            if limit is not None and len(pending) > limit:
+                pending, rest = pending[:limit], pending[limit:]
+                self._pending.append(rest)
+            self._tail += pending
         spans = _block_lines(self._tail)
         if len(spans) < 2:
             return []
