@@ -337,10 +337,12 @@ BIG_LIMIT = 300.0
 
 
 def scenario_big(run: Running, server: Server) -> None:
-    settle(run.pid)
+    before = settle(run.pid)
     enter = send_prompt(run, server)
     latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=BIG_LIMIT)
     run.figures["big_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
+    run.figures["big_cpu"] = cpu_seconds(run.pid) - before
+    run.figures["big_key_p99"] = percentile(latencies, 0.99)
     run.figures["big_key_max"] = max(latencies)
 
 

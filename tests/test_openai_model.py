@@ -454,3 +454,27 @@ async def test_arguments_sent_as_an_object_and_content_as_parts(make_model: Make
         items, response = await collect(make_model(server.base_url))
     assert items == ["hi there"] and response.content == "hi there"
     assert json.loads(response.tool_calls[0].arguments) == {"file_path": "a"}
+
+
+async def test_the_history_is_sent_without_the_sdks_per_message_transform(
+    make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's request transform walks every message on the event loop (~0.35 ms each):
+    a 2,000-message session froze the UI for 0.7 s per request. The history is already in
+    the API's shape, so it goes out as it is; the server still gets every message."""
+    from openai.resources.chat.completions import completions
+
+    walked: list[int] = []
+    real = completions.async_maybe_transform
+
+    async def watching(data: Any, expected_type: Any) -> Any:
+        if isinstance(data, dict):
+            walked.append(len(data.get("messages") or []))
+        return await real(data, expected_type)
+
+    monkeypatch.setattr(completions, "async_maybe_transform", watching)
+    history: list[Message] = [{"role": "user", "content": f"message {n}"} for n in range(300)]
+    async with FakeOpenAIServer([{"text": "ok"}]) as server:
+        await collect(make_model(server.base_url), history)
+    assert walked == [0]
+    assert server.requests[0]["messages"] == history
