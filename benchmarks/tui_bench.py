@@ -304,6 +304,7 @@ def scenario_stream(run: Running, server: Server, prefix: str) -> None:
 def scenario_keys(run: Running, server: Server) -> None:
     settle(run.pid)
     send_prompt(run, server)
+    run.wait_text(run.placeholder)  # the prompt was emptied: what is typed now stays
     latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen)
     run.figures["key_p50"] = statistics.median(latencies)
     run.figures["key_p99"] = percentile(latencies, 0.99)
@@ -339,6 +340,7 @@ BIG_LIMIT = 300.0
 def scenario_big(run: Running, server: Server) -> None:
     before = settle(run.pid)
     enter = send_prompt(run, server)
+    run.wait_text(run.placeholder)
     latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=BIG_LIMIT)
     run.figures["big_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
     run.figures["big_cpu"] = cpu_seconds(run.pid) - before

@@ -177,7 +177,8 @@ class MainScreen(Screen[None]):
     # --- ConversationUI ---------------------------------------------------------
 
     async def stream_text(self, text: str) -> None:
-        self.status.set_activity("writing")
+        if self.conversation.live is None:  # once per message: per token, it re-laid out the screen
+            self.status.set_activity("writing")
         await self.conversation.write_live(text)
 
     async def finish_message(self, text: str | None) -> None:

@@ -311,6 +311,11 @@ class LiveBlock:
     def finished_blocks(self) -> list[str]:
         return self._body.sources if self._body is not None else []
 
+    @property
+    def tail_start(self) -> int:
+        """The line where the tail (the block still growing) begins."""
+        return self._body.height if self._body is not None else 0
+
     def behind(self) -> bool:
         """Whether text arrived that is not drawn yet (`dirty`, asked after an update)."""
         return self.dirty

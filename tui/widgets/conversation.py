@@ -34,8 +34,9 @@ from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
 from .blocks import AssistantBlock, Block, LiveBlock, ToolBlock, block_for
 from .painter import Painter
 
-FRAME_RATE = 30
-"""Most redraws of the live message per second."""
+FRAME_RATE = 20
+"""Most redraws of the live message per second: smooth for text, and each redraw
+repaints the whole pane (the view scrolls with it)."""
 SLOWEST_FRAME = 0.25
 """However far behind drawing falls, the live message is redrawn at least this often (s)."""
 
@@ -160,8 +161,15 @@ class Conversation(ScrollView, can_focus=False):
         if live is None or not live.dirty or not self._width:
             return
         started = time.monotonic()
+        height, tail = live.height, live.tail_start
         live.update(self._width, self._painter)
-        self._relayout()
+        if live.height == height and self._blocks[-1] is live and self._tops:
+            # The same number of lines: nothing moves, only the last lines change (2 frames
+            # in 3 of a steady stream). Repaint those, not the pane.
+            first = self._tops[-1] + min(tail, live.tail_start)
+            self.refresh_lines(first + self._lift, self._tops[-1] + live.height - first)
+        else:
+            self._relayout()
         cost = time.monotonic() - started
         self._last_frame = time.monotonic()
         if live.behind():  # a burst bigger than one frame takes: the rest in the next, soon
@@ -299,9 +307,29 @@ class Conversation(ScrollView, can_focus=False):
             y += block.height
             above = block.margin
         self._tops, self._height = tops, y + above
-        self.virtual_size = Size(self._width, self._height)
+        self._resize(Size(self._width, self._height))
         self._restore(anchor)
         self.refresh()
+
+    def _resize(self, size: Size) -> None:
+        """Set the scrollable size; without a screen layout when only the length changes.
+
+        A new `virtual_size` makes Textual arrange and repaint the whole screen. When the
+        width is the same and the scrollbar stays as it is, which is every frame of a
+        stream, the scrollbar is told the new length directly and only this pane repaints.
+        """
+        if size == self.virtual_size:
+            return
+        viewport = self.scrollable_content_region.height
+        scrollbar = self.show_vertical_scrollbar
+        if size.width != self.virtual_size.width or scrollbar != (size.height > viewport) or not viewport:
+            self.virtual_size = size  # the scrollbar comes or goes: a real layout
+            return
+        self.set_reactive(ScrollView.virtual_size, size)
+        if scrollbar:
+            bar = self.vertical_scrollbar
+            bar.window_virtual_size, bar.window_size = size.height, viewport
+            bar.refresh()
 
     def _following(self) -> bool:
         return self.is_anchored and not self._anchor_released

@@ -34,4 +34,5 @@ class Spinner(Static):
 
     def _tick(self) -> None:
         self._frame = (self._frame + 1) % len(FRAMES)
-        self.update(FRAMES[self._frame])
+        # One cell whatever the frame: repaint it, never lay out the screen (10 times a second).
+        self.update(FRAMES[self._frame], layout=False)
