@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
 from textual.actions import SkipAction
@@ -23,10 +23,11 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
 
 from .approvals import ApprovalBroker, Resolve
-from .palette import TodoAgentCommands
 from .screens.approval import ApprovalScreen
 from .screens.main import MainScreen
-from .screens.welcome import WelcomeScreen
+
+if TYPE_CHECKING:
+    from textual.command import Provider
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second ctrl+c quits."""
@@ -35,9 +36,16 @@ DOUBLE_TAP = 0.25
 the next: nobody reads a command that fast, so it is a double tap."""
 
 
+def _palette_commands() -> type[Provider]:
+    """The palette's provider, imported when the palette first opens (textual.command: ~25 ms)."""
+    from .palette import TodoAgentCommands
+
+    return TodoAgentCommands
+
+
 class TodoAgentApp(App[int]):
     TITLE = "todo-agent"
-    COMMANDS = App.COMMANDS | {TodoAgentCommands}
+    COMMANDS = App.COMMANDS | {_palette_commands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", tooltip="Quit todo-agent", priority=True, id="quit"),
@@ -106,6 +114,8 @@ class TodoAgentApp(App[int]):
 
     def on_mount(self) -> None:
         if self.runtime is None:
+            from .screens.welcome import WelcomeScreen  # only without a model: off the usual start-up
+
             self.push_screen(WelcomeScreen())
             return
         self.broker.attach(self._present_approval)
