@@ -5,7 +5,7 @@ Builds a session of N exchanges (a prompt, a Markdown answer with a list and cod
 a Read tool call with its result), resumes it with --continue semantics in the real
 app (headless, 120x36), and reports:
 - resume: from app start until the conversation is mounted,
-- widgets: how many widgets are mounted afterwards (bounded by design),
+- widgets: how many widgets are mounted afterwards (the same with any history),
 - scroll: median time of one page-up step, including the repaint,
 - input: median time for a typed key to reach the prompt while the app is idle.
 """
@@ -56,7 +56,8 @@ async def measure(exchanges: int) -> None:
         app = TodoAgentApp.for_config(config, continue_latest=True, model=ScriptedModel([]), animations=False)
         async with app.run_test(size=(120, 36)) as pilot:
             prompt = app.screen.query_one("#prompt")
-            while not app.screen.query("AssistantBlock"):
+            conversation = app.screen.query_one("#conversation")
+            while not getattr(conversation, "entries", None):
                 await pilot.pause()
             await app.workers.wait_for_complete()
             await pilot.pause()
