@@ -467,3 +467,28 @@ async def test_ctrl_o_shows_the_last_output_in_the_app(workspace: Any) -> None:
         await pilot.press("ctrl+o")
         await pilot.pause()
         assert "line three" not in screen_text(app)
+
+
+async def test_another_theme_draws_the_conversation_again() -> None:
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        await conversation.add(UserEntry("hello"))
+        await conversation.write_live("An answer")
+        await pilot.pause()
+        await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+
+        def backgrounds() -> set[str]:
+            return {
+                str(s.style.bgcolor)
+                for b in conversation.blocks
+                for line in b.all_lines(78, conversation._painter)
+                for s in line
+                if s.style
+            }
+
+        before = backgrounds()
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await pilot.pause()
+        await pilot.pause()
+        assert backgrounds() != before

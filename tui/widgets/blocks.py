@@ -331,10 +331,11 @@ class LiveBlock:
             self._markdown.append(safe)
             self.dirty = True
 
-    def update(self, width: int, painter: Painter) -> None:
-        """Take in what arrived: finished blocks join the body, the tail is drawn again."""
+    def update(self, width: int, painter: Painter, *, redraw: bool = False) -> None:
+        """Take in what arrived: finished blocks join the body, the tail is drawn again
+        (`redraw`: all of it, in new colours)."""
         body = self._body
-        if body is None or body.width != max(1, width - GUTTER):  # first, or another width
+        if redraw or body is None or body.width != max(1, width - GUTTER):  # first, another width or theme
             sources = self.finished_blocks
             body = self._body = MarkdownBody(max(1, width - GUTTER))
             for source in sources:

@@ -95,6 +95,9 @@ class Conversation(ScrollView, can_focus=False):
         """The tool an open approval asks about: its call's block says it waits."""
         self._prefetch_pending = False
         self._relayout_pending = False
+        self._blank_line: Strip | None = None
+        self._look: tuple[object, ...] = ()
+        """The colours the blocks were drawn in: a new theme draws them again."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -360,15 +363,35 @@ class Conversation(ScrollView, can_focus=False):
             return self._blocks[0], y - self._tops[0]
         return self._blocks[index], y - self._tops[index]
 
-    def _reflow(self, width: int) -> None:
-        """The width changed: every block is drawn again when next in view."""
+    def _reflow(self, width: int, *, restyle: bool = False) -> None:
+        """The width (or the theme) changed: every block is drawn again when next in view."""
         self._width = width
         for block in self._blocks:
             if isinstance(block, Block):
                 block.reset(width)
             else:
-                block.update(width, self._painter)
+                block.update(width, self._painter, redraw=restyle)
         self._relayout()
+
+    def _blank(self) -> Strip:
+        blank = self._blank_line
+        if blank is None or blank.cell_length != self._width:
+            blank = self._blank_line = Strip.blank(self._width, self.rich_style)
+        return blank
+
+    def notify_style_update(self) -> None:
+        """Styles were applied again: when the colours changed (another theme), draw anew."""
+        super().notify_style_update()
+        if not self.is_attached:
+            return
+        try:
+            look = (self.rich_style, *(self.get_component_rich_style(n) for n in sorted(self.COMPONENT_CLASSES)))
+        except KeyError:  # the component styles are not set up yet (first styling)
+            return
+        if look != self._look:
+            self._look, self._blank_line = look, None
+            if self._width:
+                self._reflow(self._width, restyle=True)
 
     def _draw_near_view(self, screens: int = 0) -> bool:
         """Render the blocks in view (and `screens` screens above and below); whether any were."""
@@ -427,7 +450,7 @@ class Conversation(ScrollView, can_focus=False):
     def render_line(self, y: int) -> Strip:
         document_y = round(self.scroll_y) + y - self._lift
         if document_y < 0:
-            return Strip.blank(self._width, self.rich_style)
+            return self._blank()
         strip = self._line(document_y)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(document_y)) is not None:
@@ -437,14 +460,14 @@ class Conversation(ScrollView, can_focus=False):
     def _line(self, y: int) -> Strip:
         found = self._block_at(y)
         if found is None:
-            return Strip.blank(self._width, self.rich_style)
+            return self._blank()
         block, line = found
         if not 0 <= line < block.height:
-            return Strip.blank(self._width, self.rich_style)
+            return self._blank()
         if block.draw(line, line + 1, self._width, self._painter):  # `_prepare` missed it
             self._settle_later()
             if line >= block.height:
-                return Strip.blank(self._width, self.rich_style)
+                return self._blank()
         return block.line(line, self._painter)
 
     def _settle_later(self) -> None:
