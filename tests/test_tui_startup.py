@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 
@@ -49,3 +50,13 @@ async def test_the_client_is_built_once_the_first_frame_is_out(
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: bool(calls))
         assert calls == [True]  # after the main screen was laid out, and only once
+
+
+async def test_what_start_up_loaded_is_kept_out_of_the_collectors_way(workspace: Path) -> None:
+    gc.unfreeze()
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert gc.get_freeze_count() > 10_000  # Textual, the app, the model client: not walked by every full collection
+    gc.unfreeze()
