@@ -448,6 +448,13 @@ async def test_continuing_a_2000_message_session_mounts_no_widget_per_message(wo
         assert len(screen.conversation.entries) >= 1500
         assert len(list(screen.query("*"))) < 80
         assert "Module 499" in screen_text(app)
+        screen.conversation.release_anchor()
+        screen.conversation.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.pause()
+        assert "Look at module 0" in screen_text(app)  # the oldest message, 2,000 back
+        screen.conversation.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
         await send(pilot, "one more")
         await turn_done(pilot)
         assert "hi" in screen_text(app).split("one more", 1)[1]
