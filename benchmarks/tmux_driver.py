@@ -104,6 +104,9 @@ class Tmux:
         with contextlib.suppress(TmuxError):
             self.command("kill-server")
         self._client.wait(timeout=5)
+        # tmux leaves its socket file behind: a private server's is ours to remove.
+        sockets = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
+        (sockets / self.socket).unlink(missing_ok=True)
 
 
 def alive(pid: int) -> bool:
