@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_until
+from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
 from todo_agent.core.events import Notice
 from todo_agent.core.model import ScriptedModel
@@ -28,6 +28,7 @@ from todo_agent.core.tasks import Task
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
+from todo_agent.tui.transcript import PlainEntry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SnapCompare = Callable[..., bool]
@@ -76,14 +77,11 @@ async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
     await pilot.press("1")  # the Edit
     await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Bash")
-    # The approval can show before the UI has drawn the events that came before it; the
-    # Bash call's own block comes last, so once it says it waits, everything is drawn.
-    screen = main_screen(app)  # type: ignore[arg-type]
-    block = screen.conversation.last_tool_block
+    # The approval can open before the screen below has drawn the batch before it: wait
+    # for the Bash call's own line (it comes last) and for every event to be drawn.
+    block = main_screen(app).conversation.last_tool_block  # type: ignore[arg-type]
     await wait_until(pilot, lambda: (found := block()) is not None and found.entry.name == "Bash" and found.waiting)
-    await pilot.pause()
-    screen._on_timer_update()  # the screen under the modal paints on its own timer: now, as pause() does for the top
-    await pilot.pause()
+    await wait_settled(pilot)
 
 
 def test_welcome(snap_compare: SnapCompare, workspace: Path) -> None:
@@ -107,7 +105,10 @@ def test_demo_finished(snap_compare: SnapCompare, demo: tuple[Path, dict[str, An
         await run_demo_until_bash_approval(pilot, demo[1]["prompt"])
         await pilot.press("1")
         await turn_done(pilot)
+        await wait_settled(pilot)
         await send(pilot, "/todos")
+        conversation = main_screen(pilot.app).conversation  # type: ignore[arg-type]
+        await wait_until(pilot, lambda: isinstance(conversation.entries[-1], PlainEntry))
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)

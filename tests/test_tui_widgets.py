@@ -83,7 +83,9 @@ async def test_task_panel_draws_markers_progress_and_work() -> None:
         bar = panel.query_one(ProgressBar)
         assert (bar.progress, bar.total) == (1, 3)
         assert items[0].has_class("-completed")
-        assert len(panel.query(Spinner)) == 1
+        assert not [s for s in panel.query(Spinner) if s.spinning]  # nothing runs: nothing turns
+        panel.working = True
+        assert [s.spinning for s in panel.query(Spinner)] == [False, True, False]
         assert not panel.query_one("#task-empty").display
 
 
@@ -95,15 +97,20 @@ def test_task_meta_and_times() -> None:
     assert format_seconds(75) == "1m15s" and format_seconds(3700) == "1h01m"
 
 
-async def test_spinner_ticks_without_rebuilding_the_list() -> None:
+async def test_spinner_ticks_without_rebuilding_the_list_and_stops_when_idle() -> None:
     panel = TaskPanel()
     async with Host(panel, animations=True).run_test() as pilot:
         await panel.show(TASKS)
+        panel.working = True
         items = list(panel.query(TaskItem))
-        spinner = panel.query_one(Spinner)
+        spinner = items[1].query_one(Spinner)
+        assert spinner.ticking
         first = str(spinner.visual)
         await wait_until(pilot, lambda: str(spinner.visual) != first)
         assert list(panel.query(TaskItem)) == items
+        panel.working = False  # the turn ended with the task still in progress
+        await pilot.pause()
+        assert not spinner.spinning and not spinner.ticking and spinner.region.width == 0
 
 
 async def test_task_panel_keys_post_edits() -> None:

@@ -92,6 +92,20 @@ async def turn_done(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+def settled(app: TodoAgentApp) -> bool:
+    """Whether the screen shows what the core has done so far: every event of the turn is
+    drawn and the task panel shows the store (no redraw under way)."""
+    screen = main_screen(app)
+    panel = screen.panel
+    return screen.caught_up and not panel.drawing and panel.tasks == screen.runtime.store.snapshot()
+
+
+async def wait_settled(pilot: Pilot[Any]) -> None:
+    """Wait until `settled`, then for the frame that shows it."""
+    await wait_until(pilot, lambda: settled(pilot.app))  # type: ignore[arg-type]
+    await pilot.pause()
+
+
 def screen_text(app: TodoAgentApp) -> str:
     """Everything visible on screen as plain text, one line per row (from the SVG export)."""
     svg = app.export_screenshot()

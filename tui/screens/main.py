@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import aclosing
 from typing import ClassVar
 
 from textual import on, work
@@ -19,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
+from todo_agent.core.events import Event
 from todo_agent.core.permissions import MODES
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionError
@@ -76,6 +78,8 @@ class MainScreen(Screen[None]):
         self._ready = asyncio.Event()
         self._turn: Worker[None] | None = None
         self._queued: list[str] = []
+        self._events = [0, 0]
+        """Events of the running turn: produced by the core, and drawn (see `caught_up`)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="work"):
@@ -145,8 +149,27 @@ class MainScreen(Screen[None]):
         self.status.set_activity("thinking")
         handler = EventHandler(self)
         agent = self.runtime.agent
-        async for event in turn_events(lambda: agent.run_turn(prompt)):
+        self._events = [0, 0]
+
+        async def counted() -> AsyncIterator[Event]:
+            async with aclosing(agent.run_turn(prompt)) as events:
+                async for event in events:
+                    self._events[0] += 1
+                    yield event
+
+        async for event in turn_events(counted):
             await handler.handle(event)
+            self._events[1] += 1
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every event the core has produced so far is drawn.
+
+        The core runs ahead of the screen (an approval can open while earlier events are
+        still being drawn); tests wait on this rather than on time.
+        """
+        produced, drawn = self._events
+        return produced == drawn
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
@@ -173,6 +196,7 @@ class MainScreen(Screen[None]):
         elif worker.state == WorkerState.CANCELLED:
             await self.conversation.stop_live()
         self.status.busy = False
+        self.panel.working = False
         self.status.set_activity("ready")
         if worker is self._turn:
             self._turn = None
@@ -244,6 +268,7 @@ class MainScreen(Screen[None]):
             return
         await self.conversation.add(UserEntry(text))
         self.status.busy = True
+        self.panel.working = True
         self._turn = self.run_turn(text)
 
     # --- slash commands ------------------------------------------------------------

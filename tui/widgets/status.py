@@ -48,8 +48,7 @@ class StatusLine(Horizontal):
         padding: 0 1;
         background: $panel;
         color: $text-muted;
-        & > Spinner { display: none; margin-right: 1; }
-        &.-busy > Spinner { display: block; }
+        & > Spinner { margin-right: 1; }
         & > #status-activity { width: 1fr; }
         & > #status-model { width: auto; margin-left: 2; color: $text; }
         & > #status-mode { width: auto; margin-left: 2; }
@@ -71,7 +70,7 @@ class StatusLine(Horizontal):
         self._waiting: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Spinner()
+        yield Spinner(spinning=False)
         yield Static(self._activity, id="status-activity", markup=False)
         yield Static("", id="status-model", markup=False)
         yield Static("", id="status-mode", markup=False)
@@ -91,6 +90,7 @@ class StatusLine(Horizontal):
 
     def watch_busy(self, busy: bool) -> None:
         self.set_class(busy, "-busy")
+        self.query_one(Spinner).spinning = busy
         if self._timer is not None:
             self._timer.stop()
             self._timer = None

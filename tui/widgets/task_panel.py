@@ -58,28 +58,42 @@ def meta_line(task: Task, tasks: Sequence[Task]) -> str:
 
 
 class TaskItem(ListItem):
-    """One task: marker, `#id subject`, then `← activeForm` and a meta line when relevant."""
+    """One task: marker, `#id subject`, then `← activeForm` and a meta line when relevant.
 
-    def __init__(self, task: Task, tasks: Sequence[Task]) -> None:
-        super().__init__(classes=f"-{task.status}")
+    A row is built once and then shows whichever task `show_task` gives it: redrawing the
+    list updates rows in place, so it is never seen empty or half drawn.
+    """
+
+    def __init__(self, task: Task, tasks: Sequence[Task], *, running: bool = False) -> None:
+        super().__init__()
+        self._subject = Static("", classes="task-subject", markup=False)
+        self._active_form = Static("", classes="active-form", markup=False)
+        self._spinner = Spinner(spinning=False)
+        self._active = Horizontal(self._spinner, self._active_form, classes="task-active")
+        self._meta = Static("", classes="task-meta", markup=False)
         self.task_value = task
-        self._meta = meta_line(task, tasks)
+        self.show_task(task, tasks, running=running)
 
     def compose(self) -> ComposeResult:
-        task = self.task_value
-        yield Static(
-            Content.assemble(f"{MARKERS[task.status]} ", (f"#{task.id} ", "bold"), sanitize(task.subject)),
-            classes="task-subject",
-            markup=False,
+        yield self._subject
+        yield self._active
+        yield self._meta
+
+    def show_task(self, task: Task, tasks: Sequence[Task], *, running: bool) -> None:
+        """Show `task` (one of `tasks`, which its meta line needs for blockers); its
+        spinner turns only while the agent is `running`."""
+        self.task_value = task
+        for status in MARKERS:
+            self.set_class(task.status == status, f"-{status}")
+        self._subject.update(
+            Content.assemble(f"{MARKERS[task.status]} ", (f"#{task.id} ", "bold"), sanitize(task.subject))
         )
-        if task.status == "in_progress":
-            with Horizontal(classes="task-active"):
-                yield Spinner()
-                yield Static(
-                    Content(f" ← {sanitize(task.activeForm or task.subject)}"), classes="active-form", markup=False
-                )
-        if self._meta:
-            yield Static(Content(self._meta), classes="task-meta", markup=False)
+        self._active.display = task.status == "in_progress"
+        self._spinner.spinning = running and task.status == "in_progress"
+        self._active_form.update(Content(f" ← {sanitize(task.activeForm or task.subject)}"))
+        meta = meta_line(task, tasks)
+        self._meta.update(Content(meta))
+        self._meta.display = bool(meta)
 
 
 class TaskListView(ListView):
@@ -185,6 +199,7 @@ class TaskPanel(Vertical):
         super().__init__(id=id)
         self.tasks: tuple[Task, ...] = ()
         self.border_title = "Tasks"
+        self._working = False
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
 
@@ -205,6 +220,22 @@ class TaskPanel(Vertical):
         return self.query_one(TaskListView)
 
     @property
+    def working(self) -> bool:
+        """Whether the agent is at work: the in-progress task's spinner turns only then."""
+        return self._working
+
+    @working.setter
+    def working(self, value: bool) -> None:
+        self._working = value
+        for row in self.list_view.query_children(TaskItem):
+            row.show_task(row.task_value, self.tasks, running=value)
+
+    @property
+    def drawing(self) -> bool:
+        """Whether a redraw is under way (tests wait for the panel to match the store)."""
+        return self._drawing.locked()
+
+    @property
     def completed(self) -> int:
         return sum(1 for t in self.tasks if t.status == "completed")
 
@@ -218,19 +249,43 @@ class TaskPanel(Vertical):
             await self._draw(tasks, highlight)
 
     async def _draw(self, tasks: Sequence[Task], highlight: str | None = None) -> None:
+        """Show `tasks` in one visible step.
+
+        Rows are reused in place. New rows are mounted hidden first; then, with no await
+        in between, every row is updated, the new ones shown and the surplus hidden, so
+        the screen never shows the list cleared or half redrawn. Surplus rows are removed
+        afterwards.
+        """
         view = self.list_view
         current = view.highlighted_child
         keep = current.task_value.id if isinstance(current, TaskItem) else None
         if highlight is not None and any(t.id == highlight for t in tasks):
             keep = highlight
         position = view.index or 0
-        self.tasks = tuple(tasks)
-        await view.clear()
-        await view.extend(TaskItem(t, self.tasks) for t in self.tasks)
-        ids = [t.id for t in self.tasks]
-        if self.tasks:  # the same task, or (it was deleted) the one now in its place
+        tasks = tuple(tasks)
+        rows = list(view.query_children(TaskItem))
+        added = [TaskItem(t, tasks, running=self._working) for t in tasks[len(rows) :]]
+        for row in added:
+            row.display = False
+        if added:
+            await view.extend(added)
+        # One step from here: nothing below awaits until the surplus rows go.
+        self.tasks = tasks
+        for row, task in zip(rows, tasks, strict=False):
+            row.show_task(task, tasks, running=self._working)
+        for row in added:
+            row.display = True
+        surplus = rows[len(tasks) :]
+        for row in surplus:
+            row.display = False
+        ids = [t.id for t in tasks]
+        if tasks:  # the same task, or (it was deleted) the one now in its place
             view.index = ids.index(keep) if keep in ids else min(position, len(ids) - 1)
+        else:
+            view.index = None
         self._show_counts()
+        if surplus:
+            await view.remove_children(surplus)
 
     def _show_counts(self) -> None:
         total, done = len(self.tasks), self.completed
