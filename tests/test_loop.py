@@ -562,3 +562,52 @@ async def test_call_ids_stay_unique_across_turns(workspace: Path) -> None:
     ids = [c["id"] for m in agent.history if m["role"] == "assistant" for c in m.get("tool_calls") or []]
     assert len(ids) == 2 and len(set(ids)) == 2
     assert_history_valid(agent.history)
+
+
+class AlwaysFails:
+    """Every request fails before any text, with an error worth retrying."""
+
+    name = "always-fails"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        self.calls += 1
+        raise ModelError("server error (HTTP 503)", retryable=True)
+        yield ""  # pragma: no cover  (makes this an async generator)
+
+
+@pytest.mark.parametrize("retries", [0, 1, 3])
+async def test_stream_retries_stop_after_the_configured_count(workspace: Path, retries: int) -> None:
+    model = AlwaysFails()
+    agent = Agent(
+        model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="",
+        options=AgentOptions(stream_retries=retries, retry_delay=0),
+    )  # fmt: skip
+    events = await collect(agent, "go")
+    assert model.calls == retries + 1
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert notices == [f"server error (HTTP 503); retrying ({n}/{retries})" for n in range(1, retries + 1)]
+    assert kinds(events)[-2:] == ["Error", "TurnEnd"]
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
+
+
+async def test_a_read_outside_the_workspace_asks_even_among_other_reads(workspace: Path, tmp_path: Path) -> None:
+    from todo_agent.core.tools import files
+
+    outside = tmp_path / "elsewhere" / "secret.txt"
+    outside.parent.mkdir()
+    outside.write_text("outside\n")
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / "c.txt").write_text("c\n")
+    approve, asked = approver_answering(ApprovalAnswer("yes"))
+    reads = [call("Read", {"file_path": p}) for p in ("a.txt", str(outside), "c.txt")]
+    agent = Agent(
+        model=ScriptedModel.from_data([{"tool_calls": reads}, {"text": "ok"}]), tools=files.TOOLS,
+        workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="", approver=approve,
+    )  # fmt: skip
+    events = await collect(agent, "go")
+    assert [(r.tool, r.arguments["file_path"], r.outside_workspace) for r in asked] == [("Read", str(outside), True)]
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [e.status for e in finished] == ["ok", "ok", "ok"] and "outside" in finished[1].output

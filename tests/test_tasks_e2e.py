@@ -109,6 +109,26 @@ def test_a_lazy_model_is_reminded_on_the_seventh_request_and_continued_once(work
     assert len(requests) == 10
 
 
+def test_the_reminder_interval_setting_sets_when_the_reminder_comes(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    settings = workspace / ".todo-agent" / "settings.toml"
+    settings.parent.mkdir()
+    settings.write_text("reminder_interval = 2\n")
+    responses = [
+        {"tool_calls": [tc("TaskCreate", subject="Look around"), tc("TaskUpdate", taskId="1", status="in_progress")]},
+        *({"tool_calls": [tc("Read", file_path="a.txt")]} for _ in range(3)),
+        {"tool_calls": [tc("TaskUpdate", taskId="1", status="completed")]},
+        {"text": "Done."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "look", "--tasks", "v2")
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    # Task tools in response 1: requests 2 and 3 carry no reminder, request 4 does (not 8).
+    assert [len(reminders(r)) for r in requests[:3]] == [0, 0, 0]
+    assert "You have not updated the task list in the last 2 steps" in reminders(requests[3])[0]
+
+
 def test_hostile_task_input_gets_clear_tool_errors(workspace: Path) -> None:
     responses = [
         {"tool_calls": [tc("TaskCreate", subject="Real task")]},

@@ -91,6 +91,25 @@ async def test_a_turn_streams_runs_tools_and_updates_the_panel(workspace: Path) 
     model.assert_complete()
 
 
+async def test_tool_calls_counted_to_a_task_refresh_the_panel(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    steps = [
+        *task_steps("Read the notes"),
+        {"tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]},
+        {"tool_calls": [{"name": "Glob", "arguments": {"pattern": "*.txt"}}]},
+        "Read them.",
+        "Still reading.",  # the stop check's one continuation (#1 is left in progress)
+    ]
+    app = make_app(workspace, steps)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "read")
+        await turn_done(pilot)
+        row = main_screen(app).panel.query_one(TaskItem)
+        # Only the attribution's update carries the counts: nothing else changed after the start.
+        assert row.task_value.tool_calls == 2
+        assert "2 calls" in str(row.query_one(".task-meta", Static).visual)
+
+
 # --- approvals ---------------------------------------------------------------------------
 
 
