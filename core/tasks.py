@@ -51,6 +51,8 @@ class _Change(Generic[R]):
     result: R
     log: str = ""
     """For edits made by the person: what the model should be told."""
+    rewrite: bool = False
+    """Write the file even though the list did not change (the pending edits did)."""
 
 
 class TaskStore:
@@ -204,9 +206,29 @@ class TaskStore:
         return tuple(self._user_changes)
 
     def take_user_changes(self) -> tuple[str, ...]:
-        """The person's edits since the last call, oldest first; clears them."""
+        """The person's edits since the last call, oldest first; clears them.
+
+        Delivered means delivered on disk too: the file stops listing them, written
+        through the same lock and atomic write as every change (in the background, as
+        the caller cannot wait: `drain` waits for it), so a resumed session does not
+        announce them again.
+        """
         changes, self._user_changes = tuple(self._user_changes), []
+        if changes and self.path is not None:
+            self._forget_delivered()
         return changes
+
+    def _forget_delivered(self) -> None:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[None]:
+            return _Change(tasks, next_id, None, rewrite=True)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # called outside the agent loop: the next write records it
+            return
+        job = asyncio.ensure_future(self._apply(step))
+        self._inflight.add(job)
+        job.add_done_callback(self._settled)
 
     async def drain(self) -> None:
         """Wait for mutations still being written (e.g. from a cancelled tool call)."""
@@ -231,7 +253,7 @@ class TaskStore:
             base = on_disk if on_disk is not None else (self._tasks, self._next_id)
             change = step(*base)
             applied.append(change)
-            if (change.tasks, change.next_id) == base and not change.log:
+            if (change.tasks, change.next_id) == base and not change.log and not change.rewrite:
                 return None
             changes = [*self._user_changes, change.log] if change.log else self._user_changes
             return rules.encode(change.tasks, change.next_id, changes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from todo_agent.core.lifecycle import Lifecycle, TurnState
@@ -235,3 +236,30 @@ async def test_stop_check_fires_once_when_a_task_is_still_in_progress() -> None:
 
     await store.update("1", status="completed")
     assert check(TurnState(history=[], continuations=0)) is None
+
+
+async def test_a_panel_edit_is_announced_once_however_often_the_session_is_resumed(workspace: Path) -> None:
+    from contextlib import aclosing
+
+    from todo_agent.core.model import ScriptedModel
+    from todo_agent.core.reminders import USER_EDITED
+    from todo_agent.core.runtime import Runtime
+    from todo_agent.core.settings import Config
+
+    config = Config(workspace=workspace, model="script:test")
+
+    async def turn(runtime: Runtime) -> None:
+        async with aclosing(runtime.agent.run_turn("go on")) as events:
+            async for _ in events:
+                pass
+        await runtime.store.drain()  # what the delivery wrote is on disk before we quit
+        runtime.session.close()
+
+    first = Runtime.create(config, model=ScriptedModel.from_data(["ok"]))
+    await first.store.user_add("Write the docs")  # the person adds a task in the panel
+    await turn(first)
+    for _ in range(2):  # `--continue`, twice
+        await turn(Runtime.create(config, continue_latest=True, model=ScriptedModel.from_data(["ok"])))
+    history = Runtime.create(config, continue_latest=True).history
+    announced = [m for m in history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+    assert len(announced) == 1 and 'added #1 "Write the docs"' in announced[0]["content"]

@@ -609,5 +609,19 @@ async def test_the_persons_edits_survive_a_restart_until_delivered(tmp_path: Pat
     (reminder,) = provide(history)
     assert "The user edited the task list" in reminder["content"] and "the person's new task" in reminder["content"]
     assert provide(history) == []  # delivered once
-    await resumed.create("model's next task")  # the next write records that they were delivered
+    await resumed.drain()  # delivered is written down at once, not with the next change
     assert TaskStore.load(path).pending_user_changes() == ()
+    assert [t.subject for t in TaskStore.load(path).snapshot()] == ["t1", "the person's new task"]
+
+
+async def test_an_edit_made_while_delivery_is_written_stays_pending(tmp_path: Path) -> None:
+    path = tmp_path / "s.tasks.json"
+    store = TaskStore.load(path)
+    await store.user_add("first")
+    edit = asyncio.ensure_future(store.user_add("second"))  # in flight while the first is delivered
+    await asyncio.sleep(0)
+    assert store.take_user_changes() == ('added #1 "first"',)
+    await edit
+    await store.drain()
+    assert TaskStore.load(path).pending_user_changes() == ('added #2 "second"',)
+    assert store.pending_user_changes() == ('added #2 "second"',)
