@@ -133,6 +133,34 @@ def test_edit_approval_with_diff(snap_compare: SnapCompare, demo: tuple[Path, di
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
 
 
+def test_edit_approval_with_a_long_diff_at_80x24(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    """The choices and the rule stay visible; the diff shrinks, scrolls and says so."""
+    added = "\n".join(f"+    page_{i} = {i}  # one of many new lines" for i in range(40))
+    request = ApprovalRequest(
+        tool="Edit",
+        arguments={"file_path": "posts.py"},
+        summary="posts.py",
+        preview=DIFF + "\n" + added,
+        preview_kind="diff",
+        outside_workspace=False,
+        suggested_rule="Edit(posts.py)",
+        reason="Edit needs approval in default mode",
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = ApprovalScreen(request)
+        pilot.app.push_screen(screen)
+
+        def fitted() -> bool:  # the preview is fitted after the first layout
+            more = screen.query("#approval-more")
+            return bool(more) and more.first().display
+
+        await wait_until(pilot, fitted)
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=(80, 24), run_before=run_before)
+
+
 def test_feedback_box_outside_workspace(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
     request = ApprovalRequest(
         tool="Write",

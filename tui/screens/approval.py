@@ -4,6 +4,11 @@ Dismisses with an `ApprovalAnswer`. Keys: `1`/`y` yes, `2`/`a` yes and don't ask
 (the rule is shown), `3`/`n`/`escape` no (the turn stops), `f` no with feedback (the
 text goes to the model and the turn goes on). Keys typed before the modal was on screen
 (a double tap meant for the previous question) are ignored: see `predates`.
+
+Whatever the terminal's size, the choices (and the feedback box, once open) stay on
+screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
+and says how much of it is out of sight. A preview holding control or invisible
+characters gets a warning line above it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ from textual.widgets.option_list import Option
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
 
 from ..sanitize import sanitize
-from ..widgets.preview import render_preview
+from ..widgets.preview import has_hidden_characters, one_line, render_preview
+
+COMPACT_BELOW = 30
+"""Terminal heights under this get the dialog without its inner padding and margin."""
+MIN_PREVIEW_ROWS = 1
 
 
 class FeedbackInput(Input):
@@ -39,6 +48,8 @@ class FeedbackInput(Input):
         self.value = ""
         self.display = False
         self.screen.query_one(OptionList).focus()
+        if isinstance(self.screen, ApprovalScreen):
+            self.screen.refit()
 
 
 class ApprovalScreen(ModalScreen[ApprovalAnswer]):
@@ -52,6 +63,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops"),
         Binding("f", "feedback", "No, with feedback", tooltip="Do not run it; tell the model what to do instead"),
         Binding("escape", "answer('no')", "No", tooltip="Do not run it; the turn stops", show=False),
+        Binding(
+            "pagedown", "scroll_preview(1)", "Scroll", tooltip="Scroll the preview down", show=False, priority=True
+        ),
+        Binding(
+            "pageup", "scroll_preview(-1)", "Scroll up", tooltip="Scroll the preview up", show=False, priority=True
+        ),
     ]
 
     def __init__(self, request: ApprovalRequest, *, workspace: Path | None = None, queued: int = 0) -> None:
@@ -61,6 +78,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.queued = queued
         self.shown_at = math.inf
         """When the modal was mounted, on the clock key events are stamped with."""
+        self._dialog_rows = 0
+        self._preview_rows = 0
 
     def predates(self, event: events.Key) -> bool:
         """Whether `event` was typed before this question was on screen.
@@ -86,15 +105,22 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 yield Static(
                     Content(f"⚠ This path is outside the workspace{where}."), id="approval-outside", markup=False
                 )
+            if has_hidden_characters(request.preview, request.preview_kind):
+                yield Static(
+                    Content("⚠ Contains control or invisible characters, shown as ␛, ␍, <U+…>."),
+                    id="approval-hidden",
+                    markup=False,
+                )
             if request.preview:
                 with VerticalScroll(id="approval-preview", classes=f"-{request.preview_kind}"):
                     yield Static(render_preview(request.preview, request.preview_kind), markup=False)
+                yield Static("", id="approval-more", markup=False)
             yield OptionList(*self._options(), id="approval-options")
             yield FeedbackInput(placeholder="Tell todo-agent what to do instead, then enter", id="approval-feedback")
         yield Footer()
 
     def _options(self) -> list[Option]:
-        rule = sanitize(self.request.suggested_rule, visible=True)
+        rule = one_line(self.request.suggested_rule)
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
@@ -109,6 +135,72 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.shown_at = get_time()
         self.query_one("#approval-feedback").display = False
         self.query_one(OptionList).focus()
+        if preview := self._preview:
+            preview.can_focus = False  # tab stays with the choices; pgup/pgdn scroll it
+            self.query_one("#approval-more").display = False
+            self.watch(preview, "scroll_y", self._show_more, init=False)
+        self.refit()
+
+    def on_resize(self) -> None:
+        self.refit()
+
+    @property
+    def _preview(self) -> VerticalScroll | None:
+        found = self.query("#approval-preview")
+        return found.first(VerticalScroll) if found else None
+
+    def refit(self) -> None:
+        """Size the dialog to the screen, then again once laid out (see `_fit_preview`)."""
+        compact = self.size.height < COMPACT_BELOW
+        self.set_class(compact, "-compact")
+        dialog = self.query_one("#approval-dialog")
+        self._dialog_rows = max(1, self.size.height - 1 - (0 if compact else 2))  # 1: the footer
+        dialog.styles.max_height = self._dialog_rows
+        self.call_after_refresh(self._fit_preview)
+
+    def _fit_preview(self) -> None:
+        """Give the preview the rows the rest of the dialog leaves, so the choices stay
+        on screen; say what is out of sight when it does not fit."""
+        preview = self._preview
+        if preview is None:
+            return
+        dialog = self.query_one("#approval-dialog")
+        more = self.query_one("#approval-more")
+        others = sum(
+            child.outer_size.height + child.styles.margin.top + child.styles.margin.bottom
+            for child in dialog.children
+            if child.display and child not in (preview, more)
+        )
+        margins = preview.styles.margin.top + preview.styles.margin.bottom
+        room = self._dialog_rows - dialog.styles.gutter.height - others - margins
+        content = preview.query_one(Static).outer_size.height
+        overflows = content > room
+        self._preview_rows = max(MIN_PREVIEW_ROWS, room - 1 if overflows else room)
+        preview.styles.max_height = self._preview_rows
+        more.display = overflows
+        self._show_more()
+
+    def _show_more(self) -> None:
+        preview, more = self._preview, self.query_one("#approval-more", Static)
+        if preview is None or not more.display:
+            return
+        content = preview.query_one(Static).outer_size.height
+        shown = preview.scrollable_content_region.height or self._preview_rows
+        top = round(preview.scroll_y)
+        below = max(0, content - top - shown)
+        if below:
+            more.update(f"↓ {below} more line{'s' if below != 1 else ''} · pgdn scrolls")
+        else:
+            more.update(f"↑ {top} line{'s' if top != 1 else ''} above · pgup scrolls")
+
+    def action_scroll_preview(self, direction: int) -> None:
+        preview = self._preview
+        if preview is None:
+            return
+        if direction > 0:
+            preview.scroll_page_down(animate=False)
+        else:
+            preview.scroll_page_up(animate=False)
 
     def action_answer(self, decision: str) -> None:
         if decision == "yes":
@@ -122,6 +214,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         box = self.query_one(FeedbackInput)
         box.display = True
         box.focus()
+        self.refit()  # the box takes rows from the preview, never from the choices
 
     @on(OptionList.OptionSelected, "#approval-options")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

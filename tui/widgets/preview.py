@@ -2,15 +2,36 @@
 
 Lines are coloured by their prefix with `Content` spans, so nothing in the previewed text
 is ever parsed as markup; control characters are made visible (`␛[2J`), never run.
+
+A command is shown whole, every line of it: a `touch x` eighty blank lines below
+`pytest -q` must not hide below the fold. Runs of blank lines collapse into one dim
+marker line, a carriage return shows as `␍` (a shell does not treat it as a line
+break, so drawing one would misstate the command), and invisible format characters
+(zero-width spaces, line separators) show as `<U+200B>`.
 """
 
 from __future__ import annotations
+
+import re
 
 from textual.content import Content
 
 from ..sanitize import sanitize
 
-MAX_PREVIEW_LINES = 400
+MAX_DIFF_LINES = 400
+"""A diff longer than this is cut with a note (a command is never cut)."""
+BLANK_RUN = 2
+"""This many blank lines in a row or more show as one marker line."""
+
+_INVISIBLE = re.compile("[\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff]")
+
+
+def has_hidden_characters(preview: str, kind: str) -> bool:
+    """Whether `preview` holds characters a terminal would not show as they are
+    (escapes, other controls, bidi overrides, zero-width characters); a diff's line
+    endings (`\r\n`) do not count."""
+    plain = preview.replace("\r\n", "\n") if kind == "diff" else preview
+    return visible_text(preview, kind) != plain
 
 
 def _diff_style(line: str) -> str:
@@ -25,20 +46,60 @@ def _diff_style(line: str) -> str:
     return ""
 
 
+def visible_text(preview: str, kind: str) -> str:
+    """`preview` with every control and invisible character shown as a symbol."""
+    if kind != "diff":
+        preview = preview.replace("\r", "␍")
+    return _INVISIBLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", sanitize(preview, visible=True))
+
+
+def one_line(text: str) -> str:
+    """`text` for a single line (a rule that names a multi-line command): line breaks
+    show as `␤`, a long run of them as `␤×80`, other hidden characters as in a preview."""
+    visible = visible_text(text, "command")
+    runs = re.compile(f"\n{{{BLANK_RUN + 1},}}")
+    return runs.sub(lambda m: f"␤×{len(m.group())}", visible).replace("\n", "␤")
+
+
+def collapse_blank_runs(lines: list[str]) -> list[tuple[str, bool]]:
+    """`(line, is_marker)` pairs: runs of `BLANK_RUN`+ blank lines become one marker."""
+    out: list[tuple[str, bool]] = []
+    run = 0
+    for line in [*lines, "end"]:
+        if not line.strip():
+            run += 1
+            continue
+        if run >= BLANK_RUN:
+            out.append((f"⋯ {run} blank lines", True))
+        else:
+            out.extend(("", False) for _ in range(run))
+        run = 0
+        out.append((line, False))
+    return out[:-1]
+
+
 def render_preview(preview: str, kind: str) -> Content:
     """The preview of an approval request, safe to draw."""
-    text = sanitize(preview, visible=True)
-    lines = text.splitlines()
-    hidden = len(lines) - MAX_PREVIEW_LINES
-    if hidden > 0:
-        lines = [*lines[:MAX_PREVIEW_LINES], f"… {hidden} more lines"]
-    if kind == "command":
-        return Content.assemble(("$ ", "bold $text-accent"), ("\n".join(lines), "bold"))
+    lines = visible_text(preview, kind).split("\n")
     if kind == "diff":
+        hidden = len(lines) - MAX_DIFF_LINES
+        if hidden > 0:
+            lines = [*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"]
         parts: list[str | tuple[str, str]] = []
         for index, line in enumerate(lines):
             if index:
                 parts.append("\n")
             parts.append((line, _diff_style(line)))
         return Content.assemble(*parts)
-    return Content("\n".join(lines))
+    rows = collapse_blank_runs(lines)
+    pieces: list[str | tuple[str, str]] = []
+    for index, (line, marker) in enumerate(rows):
+        if kind == "command":
+            pieces.append(("$ " if index == 0 else "  ", "bold $text-accent"))
+        if marker:
+            pieces.append((line, "dim italic"))
+        else:
+            pieces.append((line, "bold") if kind == "command" else line)
+        if index < len(rows) - 1:
+            pieces.append("\n")
+    return Content.assemble(*pieces)
