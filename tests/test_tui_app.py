@@ -678,23 +678,25 @@ async def test_a_double_tap_does_not_answer_the_next_approval(workspace: Path) -
         await send(pilot, "go")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         first = app.screen
-        # Both typed before the second question exists (the loop was busy, say).
-        tap, again = events.Key("y", "y"), events.Key("y", "y")
+        tap = events.Key("y", "y")
         app.post_message(tap)
-        app.post_message(again)
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
         second = app.screen
         assert isinstance(second, ApprovalScreen) and second.request.summary == "echo two"
-        # A human double tap: the same key a moment later, after the modal appeared.
-        late = events.Key("y", "y")
-        late.time = max(second.shown_at, tap.time) + 0.01
+        # The second press of a double tap, typed before the second question existed (the
+        # loop was busy, say), and a third a moment after it appeared. Times are set, not
+        # taken from the clock: however slow the machine, they are a double tap.
+        again, late = events.Key("y", "y"), events.Key("y", "y")
+        again.time = second.shown_at - 0.05
+        late.time = second.shown_at + 0.01
+        app.post_message(again)
         app.post_message(late)
         await pilot.pause()
         await pilot.pause()
         assert app.screen is second, "a key meant for the first question answered the second"
         # Read and answered: a key typed once the double-tap window is over counts.
         answer = events.Key("n", "n")
-        answer.time = max(second.shown_at, tap.time + DOUBLE_TAP) + 0.01
+        answer.time = late.time + DOUBLE_TAP + 0.01
         app.post_message(answer)
         await turn_done(pilot)
         assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "ok"), ("echo two", "denied")]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import ProgressBar, Static
-from tui_helpers import wait_until
+from tui_helpers import screen_text, wait_until
 
 from todo_agent.core.tasks import Task
 from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
@@ -75,9 +76,10 @@ async def test_task_panel_draws_markers_progress_and_work() -> None:
         items = list(panel.query(TaskItem))
         assert [i.task_value.id for i in items] == ["1", "2", "3"]
         text = text_of(panel)
-        assert "☒ #1 Read the posts module" in text
-        assert "◼ #2 Add pagination" in text and "← Adding pagination" in text
-        assert "☐ #3 Run the checks" in text
+        rows = screen_text(pilot.app)  # type: ignore[arg-type]
+        assert "☒ #1 Read the posts module" in rows
+        assert "◼ #2 Add pagination" in rows and "← Adding pagination" in text
+        assert "☐ #3 Run the checks" in rows
         assert "3 calls · 12s" in text and "⧗ blocked by #2" in text
         assert "(1/3 completed)" in text
         bar = panel.query_one(ProgressBar)
@@ -87,6 +89,21 @@ async def test_task_panel_draws_markers_progress_and_work() -> None:
         panel.working = True
         assert [s.spinning for s in panel.query(Spinner)] == [False, True, False]
         assert not panel.query_one("#task-empty").display
+
+
+async def test_a_long_subject_wraps_under_itself() -> None:
+    panel = TaskPanel()
+    subject = "Rewrite the pagination helpers so every caller gets the same page size"
+    async with Host(panel).run_test(size=(30, 12)) as pilot:
+        await panel.show((Task("1", subject),))
+        await pilot.pause()
+        rows = [r for r in screen_text(pilot.app).splitlines() if r.strip()]  # type: ignore[arg-type]
+        start = next(i for i, r in enumerate(rows) if "☐ #1 Rewrite" in r)
+        first, second = rows[start], rows[start + 1]
+        indent = first.index("#1")
+        assert second[:indent].strip(" │") == "" and second[indent] != " "  # a hanging indent
+        words = " ".join(r[indent:].strip(" │") for r in rows[start : start + 4])
+        assert subject in words  # every word whole, in order
 
 
 def test_task_meta_and_times() -> None:
@@ -234,6 +251,60 @@ async def test_status_line_shows_model_mode_context_and_activity() -> None:
         await pilot.pause()
         assert "esc to interrupt" not in text_of(status)
     assert context_label(950, None) == "950 tokens"
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize(
+    ("model", "mode", "window"),
+    [("gpt-4o-mini", "default", None), ("script:demo_script.json", "bypassPermissions", 128_000)],
+)
+async def test_the_status_line_keeps_whole_words_however_narrow(
+    width: int, model: str, mode: str, window: int | None
+) -> None:
+    status = StatusLine()
+    async with Host(status).run_test(size=(width, 1)) as pilot:
+        status.set_model(model)
+        status.mode = mode
+        status.set_context(12_300, window)
+
+        async def row() -> str:
+            await pilot.pause()
+            return screen_text(pilot.app).splitlines()[0]  # type: ignore[arg-type]
+
+        def shown(selector: str) -> str:
+            return str(status.query_one(selector, Static).render())
+
+        states = [("idle", None), ("busy", None), ("waiting", "Bash")]
+        for state, tool in states:
+            status.busy = state != "idle"
+            status.set_activity("ready" if state == "idle" else "thinking")
+            status.set_waiting(tool)
+            line = await row()
+            for whole in (shown("#status-activity"), shown("#status-mode"), context_label(12_300, window)):
+                assert whole in line, f"{whole!r} cut at {width} columns ({state}): {line!r}"
+            assert ("ready" if state == "idle" else "thinking" if state == "busy" else "approval") in line
+            name = status.query_one("#status-model", Static)
+            if name.display:  # a long name may be cut, but only at its end, with an ellipsis
+                visible = line.split(shown("#status-activity"), 1)[1].split(shown("#status-mode"), 1)[0].strip()
+                assert visible == model or (visible.endswith("…") and model.startswith(visible[:-1]))
+        if width >= 120:
+            assert "(shift+tab)" in await row() or mode == "bypassPermissions"
+
+
+async def test_the_approval_clock_counts_from_the_question() -> None:
+    now = [1000.0]
+    status = StatusLine()
+    status.clock = lambda: now[0]
+    async with Host(status, animations=True).run_test(size=(120, 1)) as pilot:
+        status.busy = True
+        now[0] += 70  # the turn has run for 70 s when the approval opens
+        status.set_waiting("Bash")
+        await pilot.pause()
+        assert "waiting for your approval · Bash · <1s · esc = no" in text_of(status)
+        now[0] += 5
+        status.set_waiting(None)  # answered: the turn's own clock again
+        await pilot.pause()
+        assert "1m15s · esc to interrupt" in text_of(status)
 
 
 async def test_overlapping_panel_redraws_draw_each_task_once() -> None:

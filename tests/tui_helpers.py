@@ -107,12 +107,26 @@ async def wait_settled(pilot: Pilot[Any]) -> None:
 
 
 def screen_text(app: TodoAgentApp) -> str:
-    """Everything visible on screen as plain text, one line per row (from the SVG export)."""
+    """Everything visible on screen as plain text, one line per row, each piece at its
+    column (from the SVG export; a gap between two pieces stays a gap)."""
     svg = app.export_screenshot()
-    rows: dict[float, list[str]] = {}
-    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
-        rows.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
-    return "\n".join("".join(parts) for _, parts in sorted(rows.items()))
+    rows: dict[float, dict[int, str]] = {}
+    cell = 0.0
+    pattern = r'<text[^>]*\bx="([\d.]+)"[^>]*\by="([\d.]+)"[^>]*textLength="([\d.]+)"[^>]*>([^<]*)</text>'
+    for x, y, length, raw in re.findall(pattern, svg):
+        text = html.unescape(raw).replace("\xa0", " ")
+        if not cell and len(text) == 1 and text.isascii():
+            cell = float(length)
+        rows.setdefault(float(y), {})[round(float(x) * 1000)] = text
+    cell = cell or 12.2
+    lines = []
+    for _, pieces in sorted(rows.items()):
+        line = ""
+        for x, text in sorted(pieces.items()):
+            column = round(x / 1000 / cell)
+            line = line.ljust(column) + text if column > len(line) else line + text
+        lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 @dataclass

@@ -1,9 +1,16 @@
-"""The status line: activity on the left; model, permission mode and context use on the right."""
+"""The status line: activity on the left; model, permission mode and context use on the right.
+
+When the full line does not fit it drops its key hints (`(shift+tab)`, `esc to
+interrupt`) and shortens the approval wait; then a long model name is cut with an
+ellipsis. Words are never cut in half: the activity, mode and context stay whole.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -39,6 +46,18 @@ def context_label(used: int, window: int | None) -> str:
     return f"{format_tokens(used)} tokens"
 
 
+MIN_MODEL_CELLS = 8
+"""A model name is never cut shorter than this (with its ellipsis)."""
+
+
+@dataclass(frozen=True)
+class _Wording:
+    """One way to word the left part and the mode; the line uses the first that fits."""
+
+    activity: str
+    mode: str
+
+
 class StatusLine(Horizontal):
     """One line. The spinner and timer run only while a turn does."""
 
@@ -49,6 +68,7 @@ class StatusLine(Horizontal):
         background: $panel;
         color: $text-muted;
         & > Spinner { margin-right: 1; }
+        & > Static { text-wrap: nowrap; text-overflow: ellipsis; }
         & > #status-activity { width: 1fr; }
         & > #status-model { width: auto; margin-left: 2; color: $text; }
         & > #status-mode { width: auto; margin-left: 2; }
@@ -61,6 +81,8 @@ class StatusLine(Horizontal):
 
     mode: reactive[str] = reactive("default")
     busy: reactive[bool] = reactive(False)
+    clock = staticmethod(time.monotonic)
+    """Where the turn's and the approval's elapsed time come from (tests set their own)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -68,6 +90,9 @@ class StatusLine(Horizontal):
         self._timer: Timer | None = None
         self._activity = "ready"
         self._waiting: str | None = None
+        self._waiting_since = 0.0
+        self._model_name = ""
+        self._context_text = ""
 
     def compose(self) -> ComposeResult:
         yield Spinner(spinning=False)
@@ -77,16 +102,23 @@ class StatusLine(Horizontal):
         yield Static("", id="status-context", markup=False)
 
     def set_model(self, name: str) -> None:
-        self.query_one("#status-model", Static).update(sanitize(name))
+        self._model_name = sanitize(name)
+        self.query_one("#status-model", Static).update(self._model_name)
+        self._fit()
 
     def set_context(self, used: int, window: int | None) -> None:
-        self.query_one("#status-context", Static).update(context_label(used, window))
+        self._context_text = context_label(used, window)
+        self.query_one("#status-context", Static).update(self._context_text)
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
 
     def watch_mode(self, old: str, new: str) -> None:
         label = self.query_one("#status-mode", Static)
         label.remove_class(f"-{old}")
         label.add_class(f"-{new}")
-        label.update(f"{MODE_LABELS.get(new, new)} (shift+tab)")
+        self._fit()
 
     def watch_busy(self, busy: bool) -> None:
         self.set_class(busy, "-busy")
@@ -95,25 +127,66 @@ class StatusLine(Horizontal):
             self._timer.stop()
             self._timer = None
         if busy:
-            self._started = time.monotonic()
+            self._started = self.clock()
             if self.app.animation_level != "none":
-                self._timer = self.set_interval(1, self._show_activity)
-        self._show_activity()
+                self._timer = self.set_interval(1, self._fit)
+        self._fit()
 
     def set_activity(self, text: str) -> None:
         self._activity = text
-        self._show_activity()
+        self._fit()
 
     def set_waiting(self, tool: str | None) -> None:
-        """While an approval is open, say so: it wins over whatever the turn reports."""
-        self._waiting = f"waiting for your approval · {tool}" if tool else None
+        """While an approval is open, say so: it wins over whatever the turn reports, and
+        its clock counts from when the question appeared."""
+        self._waiting = tool
+        self._waiting_since = self.clock()
         if self.is_attached:
-            self._show_activity()
+            self._fit()
 
-    def _show_activity(self) -> None:
-        text = self._waiting or self._activity
-        if self.busy:
-            elapsed = format_seconds(time.monotonic() - self._started) if self._timer is not None else "0s"
-            # While the modal is open, esc answers it ("no") rather than interrupting.
-            text = f"{text} · {elapsed} · {'esc = no' if self._waiting else 'esc to interrupt'}"
-        self.query_one("#status-activity", Static).update(text)
+    def _wordings(self) -> list[_Wording]:
+        """From the fullest wording to the shortest: hints go first, then the clock."""
+        mode = MODE_LABELS.get(self.mode, self.mode)
+        what = f"approval · {self._waiting}" if self._waiting else self._activity
+        if not self.busy:
+            return [_Wording(what, f"{mode} (shift+tab)"), _Wording(what, mode)]
+        since = self._waiting_since if self._waiting else self._started
+        elapsed = format_seconds(self.clock() - since) if self._timer is not None else "0s"
+        # While the modal is open, esc answers it ("no") rather than interrupting.
+        if self._waiting:
+            full = f"waiting for your approval · {self._waiting} · {elapsed} · esc = no"
+            short = f"{what} · {elapsed} · esc = no"
+        else:
+            full, short = f"{what} · {elapsed} · esc to interrupt", f"{what} · {elapsed}"
+        return [_Wording(full, f"{mode} (shift+tab)"), _Wording(short, mode), _Wording(what, mode)]
+
+    def _fit(self) -> None:
+        """Use the fullest wording that fits beside the context and the model name; cut a
+        long model name, or leave it out, before cutting any other word."""
+        if not self.size.width:
+            return
+        room = self.size.width - (2 if self.busy else 0)  # the spinner and its margin
+        room -= cell_len(self._context_text) + 2  # 2: the margin before it (and below)
+        wordings = self._wordings()
+
+        def needs(w: _Wording) -> int:
+            return cell_len(w.activity) + cell_len(w.mode) + 2
+
+        model = cell_len(self._model_name) + 2
+        least = min(model, MIN_MODEL_CELLS + 2)
+        tries = [(w, model) for w in wordings[:2]] + [(w, least) for w in wordings[1:]]
+        chosen = next((w for w, name in tries if needs(w) + name <= room), wordings[-1])
+        _show(self.query_one("#status-activity", Static), chosen.activity)
+        _show(self.query_one("#status-mode", Static), chosen.mode)
+        spare = room - needs(chosen) - 2
+        label = self.query_one("#status-model", Static)
+        label.display = spare >= MIN_MODEL_CELLS
+        limit = spare if spare < model - 2 else None
+        current = label.styles.max_width
+        if (current.cells if current is not None else None) != limit:  # a change re-lays the line out
+            label.styles.max_width = limit
+
+
+def _show(label: Static, text: str) -> None:
+    if str(label.content) != text:  # an update re-lays the line out, even to the same text
+        label.update(text)

@@ -66,6 +66,7 @@ class TaskItem(ListItem):
 
     def __init__(self, task: Task, tasks: Sequence[Task], *, running: bool = False) -> None:
         super().__init__()
+        self._marker = Static("", classes="task-marker", markup=False)
         self._subject = Static("", classes="task-subject", markup=False)
         self._active_form = Static("", classes="active-form", markup=False)
         self._spinner = Spinner(spinning=False)
@@ -75,7 +76,9 @@ class TaskItem(ListItem):
         self.show_task(task, tasks, running=running)
 
     def compose(self) -> ComposeResult:
-        yield self._subject
+        with Horizontal(classes="task-line"):  # a long subject wraps under itself, not the marker
+            yield self._marker
+            yield self._subject
         yield self._active
         yield self._meta
 
@@ -85,9 +88,8 @@ class TaskItem(ListItem):
         self.task_value = task
         for status in MARKERS:
             self.set_class(task.status == status, f"-{status}")
-        self._subject.update(
-            Content.assemble(f"{MARKERS[task.status]} ", (f"#{task.id} ", "bold"), sanitize(task.subject))
-        )
+        self._marker.update(MARKERS[task.status])
+        self._subject.update(Content.assemble((f"#{task.id} ", "bold"), sanitize(task.subject)))
         self._active.display = task.status == "in_progress"
         self._spinner.spinning = running and task.status == "in_progress"
         self._active_form.update(Content(f" ← {sanitize(task.activeForm or task.subject)}"))
@@ -184,7 +186,10 @@ class TaskPanel(Vertical):
         #task-list > TaskItem { padding: 0 0; }
         #task-list > TaskItem.-highlight { background: transparent; }
         #task-list:focus > TaskItem.-highlight { background: $block-cursor-background; }
-        #task-list > TaskItem.-completed .task-subject { color: $text-muted; text-style: dim; }
+        .task-line { height: auto; }
+        .task-marker { width: 2; }
+        .task-subject { width: 1fr; }
+        #task-list > TaskItem.-completed .task-line { color: $text-muted; text-style: dim; }
         #task-list > TaskItem.-in_progress .task-subject { text-style: bold; }
         .task-active { height: 1; padding-left: 2; color: $text-accent; }
         .task-active > .active-form { width: 1fr; }
