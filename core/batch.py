@@ -140,13 +140,15 @@ class BatchRunner:
         return group or [self.prepared[start]]
 
     def _started(self, item: Prepared) -> ToolStarted:
-        summary = ""
+        return ToolStarted(item.call.id, item.call.name, item.args, self._summary(item))
+
+    def _summary(self, item: Prepared) -> str:
         if item.tool is not None:
             try:
-                summary = item.tool.summarize(item.args)
+                return item.tool.summarize(item.args)
             except Exception:  # a summary is cosmetic; never let it break the batch
                 log.exception("summarize failed for %s", item.call.name)
-        return ToolStarted(item.call.id, item.call.name, item.args, summary)
+        return ""
 
     async def _run_one(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
@@ -239,4 +241,5 @@ class BatchRunner:
             outcome.is_error,
             outcome.status,
             outcome.elapsed,
+            self._summary(item),
         )

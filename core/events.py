@@ -56,6 +56,8 @@ class ToolFinished:
     is_error: bool = False
     status: Literal["ok", "error", "denied", "cancelled"] = "ok"
     elapsed: float = 0.0
+    summary: str = ""
+    """As in `ToolStarted`: a call cancelled before it started has had no start event."""
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,7 @@ async def test_approval_no_stops_turn_and_cancels_rest_of_batch(workspace: Path)
     events = await collect(agent, "go")
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [e.status for e in finished] == ["denied", "cancelled"]
+    assert finished[1].summary == "later"  # a call that never started still says what it was
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "rejected"
     assert model.used == 1
     assert_history_valid(agent.history)

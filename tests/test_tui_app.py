@@ -672,6 +672,17 @@ def _two_calls() -> dict[str, object]:
     }
 
 
+async def test_a_call_cancelled_by_an_earlier_no_keeps_its_arguments(workspace: Path) -> None:
+    app = make_app(workspace, [_two_calls()])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("n")
+        await turn_done(pilot)
+        assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "denied"), ("echo two", "cancelled")]
+        assert "⏺ Bash(echo two)" in screen_text(app)
+
+
 async def test_a_double_tap_does_not_answer_the_next_approval(workspace: Path) -> None:
     app = make_app(workspace, [_two_calls(), "done"])
     async with app.run_test(size=SIZE) as pilot:

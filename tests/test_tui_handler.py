@@ -93,6 +93,18 @@ async def test_a_tool_call_is_added_then_finished() -> None:
     ]
 
 
+async def test_a_call_cancelled_before_it_started_keeps_its_arguments() -> None:
+    calls = await run(
+        ToolStarted("c1", "Bash", {"command": "make"}, "make"),
+        ToolFinished("c1", "Bash", "The user rejected this tool call.", True, "denied", summary="make"),
+        ToolFinished("c2", "Bash", "cancelled: the user rejected", True, "cancelled", summary="rm -rf build"),
+    )
+    assert calls[2:] == [
+        ("entry", ToolEntry("c2", "Bash", "rm -rf build")),
+        ("tool_done", ("c2", "Bash", "cancelled: the user rejected", "cancelled", 0.0)),
+    ]
+
+
 async def test_discarded_response_drops_the_live_text_and_says_why() -> None:
     calls = await run(TextDelta("partial"), ResponseDiscarded("connection reset", 1))
     assert calls[1] == ("discard", None)

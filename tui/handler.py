@@ -70,6 +70,8 @@ class EventHandler:
     def __init__(self, ui: ConversationUI) -> None:
         self.ui = ui
         self._streaming = False
+        self._started: set[str] = set()
+        """Calls whose start was shown; any other call that finishes is shown whole then."""
 
     async def handle(self, event: Event) -> None:
         if self._streaming and not isinstance(event, _STREAM_EVENTS):
@@ -91,9 +93,10 @@ class EventHandler:
                     NoticeEntry(f"Response cut off ({reason}); retrying, attempt {attempt}.", "warning")
                 )
             case ToolStarted(call_id=call_id, name=name, summary=summary):
+                self._started.add(call_id)
                 await self.ui.add_entry(ToolEntry(call_id, name, summary))
-            case ToolFinished(call_id=call_id, name=name, output=output, status=status, elapsed=elapsed):
-                await self.ui.finish_tool(call_id, name, output, status, elapsed)
+            case ToolFinished():
+                await self._tool_finished(event)
             case TasksUpdated(tasks=tasks):
                 await self.ui.show_tasks(tasks)
             case Notice(text=text, level=level):
@@ -107,6 +110,12 @@ class EventHandler:
                 if notice is not None:
                     await self.ui.add_entry(NoticeEntry(notice.text, notice.level))
                 self.ui.turn_ended(reason)
+
+    async def _tool_finished(self, event: ToolFinished) -> None:
+        if event.call_id not in self._started:  # cancelled by an earlier "no": it never started
+            self._started.add(event.call_id)
+            await self.ui.add_entry(ToolEntry(event.call_id, event.name, event.summary))
+        await self.ui.finish_tool(event.call_id, event.name, event.output, event.status, event.elapsed)
 
     async def _end_stream(self) -> None:
         self._streaming = False
