@@ -32,6 +32,23 @@ class Task:
     """Non-task tool calls that ran while this task was in progress."""
     tool_seconds: float = 0.0
     """Their summed elapsed time."""
+    progress_seconds: float = 0.0
+    """Time spent in progress in earlier stints (a task can be set back to pending)."""
+    progress_since: float | None = None
+    """When the current stint in progress began; None when not in progress."""
+
+
+def time_in_progress(task: Task, *, now: float) -> float:
+    """Seconds `task` has spent in progress: every stint, waits on approvals included,
+    time set aside as pending not. A task saved before stints were kept counts from its
+    first start to its completion (or `now`)."""
+    if task.progress_seconds or task.progress_since is not None:
+        current = now - task.progress_since if task.progress_since is not None else 0.0
+        return task.progress_seconds + max(0.0, current)
+    if task.started_at is None or task.status == "pending":
+        return 0.0
+    end = task.completed_at if task.status == "completed" and task.completed_at is not None else now
+    return max(0.0, end - task.started_at)
 
 
 class StoreError(Exception):

@@ -14,7 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, TypeGuard, cast
 
-from .task_model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome
+from .task_model import (
+    STATUSES,
+    ReplaceOutcome,
+    StoreError,
+    Task,
+    TaskStatus,
+    TodoItem,
+    UpdateOutcome,
+    time_in_progress,
+)
 
 Tasks = tuple[Task, ...]
 UPDATE_STATUSES: tuple[str, ...] = (*STATUSES, "deleted")
@@ -54,12 +63,15 @@ def _subject(text: str, where: str = "") -> str:
 
 
 def with_status(task: Task, status: TaskStatus, now: float) -> Task:
-    """`task` in `status`, keeping the first start time and the completion time right."""
+    """`task` in `status`, keeping the first start time, the completion time and the time
+    spent in progress (summed over stints) right."""
     if status == task.status:
         return task
     if status == "in_progress":
         started = task.started_at if task.started_at is not None else now
-        return replace(task, status=status, started_at=started, completed_at=None)
+        return replace(task, status=status, started_at=started, completed_at=None, progress_since=now)
+    if task.status == "in_progress":  # a stint ends
+        task = replace(task, progress_seconds=time_in_progress(task, now=now), progress_since=None)
     if status == "completed":
         return replace(task, status=status, completed_at=now)
     return replace(task, status=status, completed_at=None)
@@ -296,7 +308,7 @@ def decode(document: Any) -> tuple[Tasks, int]:
 
 _TEXT = {"id", "subject", "description", "activeForm", "status", "owner"}
 _IDS = {"blocks", "blockedBy"}
-_OPTIONAL_TIMES = {"started_at", "completed_at"}
+_OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since"}
 
 
 def _decode_task(raw: Any) -> Task:

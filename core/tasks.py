@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import task_rules as rules
 from .events import TasksUpdated
-from .task_model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome
+from .task_model import (
+    STATUSES,
+    ReplaceOutcome,
+    StoreError,
+    Task,
+    TaskStatus,
+    TodoItem,
+    UpdateOutcome,
+    time_in_progress,
+)
 from .task_persistence import PersistenceError, read_json, update_atomic
 from .task_rules import open_blockers, violations
 
@@ -38,6 +47,7 @@ __all__ = [
     "open_blockers",
     "render_for_model",
     "render_tasks",
+    "time_in_progress",
     "violations",
 ]
 

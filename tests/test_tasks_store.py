@@ -74,6 +74,7 @@ async def test_round_trip_to_disk(path: Path) -> None:
         started_at=100.0,
         tool_calls=1,
         tool_seconds=1.5,
+        progress_since=100.0,
     )
 
 
@@ -249,6 +250,30 @@ async def test_status_timestamps_follow_the_lifecycle() -> None:
     await store.update("1", status="in_progress")
     task = store.get("1")
     assert task is not None and (task.started_at, task.completed_at) == (110.0, None)
+
+
+async def test_time_in_progress_counts_every_stint_and_nothing_between() -> None:
+    from todo_agent.core.tasks import time_in_progress
+
+    clock = Clock()
+    store = TaskStore(None, clock=clock)
+    await store.create("a")
+    clock.now = 110.0
+    await store.update("1", status="in_progress")
+    clock.now = 180.0  # 70 s waiting on an approval: no tool ran, the time still counts
+    assert time_in_progress(store.get("1"), now=clock.now) == 70.0  # type: ignore[arg-type]
+    await store.update("1", status="pending")
+    clock.now = 500.0  # set aside: this does not count
+    await store.update("1", status="in_progress")
+    clock.now = 505.0
+    await store.update("1", status="completed")
+    task = store.get("1")
+    assert task is not None and time_in_progress(task, now=999.0) == 75.0
+    assert time_in_progress(Task("2", "never started"), now=999.0) == 0.0
+    # A file from before stints were kept: from the first start to completion (or now).
+    old = Task("3", "old", status="completed", started_at=10.0, completed_at=25.0)
+    assert time_in_progress(old, now=999.0) == 15.0
+    assert time_in_progress(Task("4", "old", status="in_progress", started_at=10.0), now=40.0) == 30.0
 
 
 async def test_store_errors_are_one_clear_line() -> None:

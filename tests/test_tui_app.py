@@ -430,6 +430,29 @@ async def test_ctrl_t_toggles_the_panel_and_says_when_it_is_empty(workspace: Pat
         assert screen.panel.display
 
 
+async def test_a_hidden_panel_prints_the_list_only_when_it_changed(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    read = {"tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]}
+    steps = [
+        *task_steps("Read the notes", "Report"),  # two batches: created, then #1 started
+        read,  # the batch only counts a call to #1: the list reads the same
+        read,
+        {"tool_calls": [{"name": "TaskUpdate", "arguments": {"taskId": "1", "status": "completed"}}]},
+        "Done reading.",
+    ]
+    app = make_app(workspace, steps, task_panel="hidden")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "read")
+        await turn_done(pilot)
+        printed = [e.text for e in screen.conversation.entries if isinstance(e, PlainEntry)]
+        assert [p.splitlines()[0] for p in printed] == [
+            "☐ #1 Read the notes",
+            "◼ #1 Read the notes  ← Doing Read the notes",
+            "☒ #1 Read the notes",
+        ]
+
+
 async def test_bottom_and_hidden_panel_settings(workspace: Path) -> None:
     app = make_app(workspace, [*task_steps("One")], task_panel="hidden")
     async with app.run_test(size=SIZE) as pilot:

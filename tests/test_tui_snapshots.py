@@ -29,6 +29,7 @@ from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import PlainEntry
+from todo_agent.tui.widgets.task_panel import TaskPanel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SnapCompare = Callable[..., bool]
@@ -45,12 +46,17 @@ DIFF = """\
 +    return posts[start : start + page_size]"""
 
 
+FROZEN_NOW = 1_768_400_000.0
+
+
 @pytest.fixture(autouse=True)
 def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin what changes from run to run: the date notice, token counts, the time zone."""
+    """Pin what changes from run to run: the date notice, token counts, the time zone, and
+    the clock that times tasks (so a slow run shows the same `<1s`)."""
     notices = [Notice("instructions loaded: AGENTS.md"), Notice("date 2026-01-15")]
     monkeypatch.setattr(Runtime, "startup_notices", lambda self: list(notices))
     monkeypatch.setattr(Runtime, "context_usage", lambda self: (12_345, 128_000))
+    monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: FROZEN_NOW))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
 
@@ -68,7 +74,10 @@ def demo(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
 def demo_app(demo: tuple[Path, dict[str, Any]], **config: Any) -> TodoAgentApp:
     project, script = demo
     model = ScriptedModel.from_data({"steps": script["steps"]}, label="script:demo_script.json")
-    return make_app(project, model, **config)
+    app = make_app(project, model, **config)
+    assert app.runtime is not None
+    app.runtime.store.clock = lambda: FROZEN_NOW
+    return app
 
 
 async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
@@ -183,14 +192,15 @@ def test_feedback_box_outside_workspace(snap_compare: SnapCompare, demo: tuple[P
 
 def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
     tasks = (
-        Task("1", "Read the posts module", status="completed", tool_calls=2, tool_seconds=0.4),
+        Task("1", "Read the posts module", status="completed", tool_calls=2, started_at=0, progress_seconds=0.4),
         Task(
             "2",
             "Add page/page_size",
             activeForm="Adding pagination",
             status="in_progress",
             tool_calls=3,
-            tool_seconds=12,
+            started_at=FROZEN_NOW - 72,
+            progress_since=FROZEN_NOW - 72,
         ),
         Task("3", "Run the checks", blockedBy=("2",)),
     )

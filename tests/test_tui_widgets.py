@@ -52,11 +52,26 @@ def text_of(widget: Widget) -> str:
     return "\n".join(str(s.visual) for s in widget.query(Static).results() if hasattr(s, "visual"))
 
 
+NOW = 1_000_012.0
 TASKS = (
-    Task("1", "Read the posts module", status="completed", tool_calls=2, tool_seconds=1.5),
-    Task("2", "Add pagination", activeForm="Adding pagination", status="in_progress", tool_calls=3, tool_seconds=12),
+    Task("1", "Read the posts module", status="completed", tool_calls=2, started_at=1.0, progress_seconds=1.5),
+    Task(
+        "2",
+        "Add pagination",
+        activeForm="Adding pagination",
+        status="in_progress",
+        tool_calls=3,
+        tool_seconds=0.5,  # the tools ran for half a second; the task has been in progress 12 s
+        started_at=NOW - 12,
+        progress_since=NOW - 12,
+    ),
     Task("3", "Run the checks", blockedBy=("2",)),
 )
+
+
+@pytest.fixture(autouse=True)
+def panel_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: NOW))
 
 
 async def test_empty_task_panel_says_so() -> None:
@@ -106,11 +121,30 @@ async def test_a_long_subject_wraps_under_itself() -> None:
         assert subject in words  # every word whole, in order
 
 
+async def test_the_time_in_progress_ticks_while_the_agent_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [NOW]
+    monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: now[0]))
+    panel = TaskPanel()
+    async with Host(panel, animations=True).run_test(size=(60, 20)) as pilot:
+        await panel.show(TASKS)
+        panel.working = True
+        meta = panel.query(TaskItem)[1].query_one(".task-meta", Static)
+        assert str(meta.render()) == "3 calls · 12s"
+        now[0] += 60  # a minute waiting on an approval: no event, the panel still moves
+        await wait_until(pilot, lambda: str(meta.render()) == "3 calls · 1m12s")
+        panel.working = False
+        now[0] += 60
+        await pilot.pause()
+        assert panel._ticker is None and str(meta.render()) == "3 calls · 1m12s"
+
+
 def test_task_meta_and_times() -> None:
-    assert meta_line(Task("1", "x"), ()) == ""
-    assert meta_line(Task("1", "x", tool_calls=1, tool_seconds=0.2), ()) == "1 call · <1s"
+    assert meta_line(Task("1", "x"), (), now=NOW) == ""  # never started: nothing to say
+    waited = Task("1", "x", status="in_progress", tool_calls=1, tool_seconds=0.2, started_at=100, progress_since=100)
+    assert meta_line(waited, (), now=170.0) == "1 call · 1m10s"  # 70 s on an approval count
+    assert meta_line(Task("1", "x", status="in_progress", started_at=100, progress_since=100), (), now=100.4) == "<1s"
     done = (Task("1", "a", status="completed"), Task("2", "b", blockedBy=("1",)))
-    assert meta_line(done[1], done) == ""
+    assert meta_line(done[1], done, now=NOW) == ""
     assert format_seconds(75) == "1m15s" and format_seconds(3700) == "1h01m"
 
 

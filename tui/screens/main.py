@@ -78,6 +78,8 @@ class MainScreen(Screen[None]):
         self._ready = asyncio.Event()
         self._turn: Worker[None] | None = None
         self._queued: list[str] = []
+        self._tasks_seen = ""
+        """The task list as last shown to the person (panel or conversation), rendered."""
         self._events = [0, 0]
         """Events of the running turn: produced by the core, and drawn (see `caught_up`)."""
 
@@ -130,6 +132,7 @@ class MainScreen(Screen[None]):
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
         await self.panel.show(self.runtime.store.snapshot())
+        self._tasks_seen = render_tasks(self.runtime.store.snapshot())
         self.status.set_context(*self.runtime.context_usage())
 
     # --- warm-up and turns --------------------------------------------------------
@@ -231,8 +234,12 @@ class MainScreen(Screen[None]):
         # plan while the turn runs): draw the latest state.
         latest = self.runtime.store.snapshot()
         await self.panel.show(latest)
-        if self.panel_place == "hidden" and latest:
-            await self.conversation.add(PlainEntry(render_tasks(latest)))
+        # With the panel hidden the list is printed, but only when it reads differently
+        # (a batch that only adds to a task's tool count changes nothing a person reads).
+        listing = render_tasks(latest)
+        if self.panel_place == "hidden" and latest and listing != self._tasks_seen:
+            await self.conversation.add(PlainEntry(listing))
+        self._tasks_seen = listing
 
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         self.status.set_context(*self.runtime.context_usage())
@@ -280,7 +287,8 @@ class MainScreen(Screen[None]):
         command, argument = parsed
         match command.name:
             case "/todos":
-                await self.conversation.add(PlainEntry(render_tasks(self.runtime.store.snapshot())))
+                self._tasks_seen = render_tasks(self.runtime.store.snapshot())
+                await self.conversation.add(PlainEntry(self._tasks_seen))
             case "/new":
                 await self._new_session()
             case "/resume":

@@ -8,8 +8,10 @@ here are posted as messages; whoever owns the task store applies them and calls 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from textual import on
@@ -18,9 +20,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks import Task, time_in_progress
 
 from ..sanitize import sanitize
 from .spinner import Spinner
@@ -45,12 +48,15 @@ def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
     return [b for b in task.blockedBy if b not in done]
 
 
-def meta_line(task: Task, tasks: Sequence[Task]) -> str:
-    """`3 calls · 12s · ⧗ blocked by #1`, or empty."""
+def meta_line(task: Task, tasks: Sequence[Task], *, now: float) -> str:
+    """`3 calls · 1m10s · ⧗ blocked by #1`, or empty: the tool calls made while the task
+    was in progress, and the time it has spent in progress (all of it, waits for an
+    approval included, not only the tools' run time)."""
     parts: list[str] = []
     if task.tool_calls:
-        noun = "call" if task.tool_calls == 1 else "calls"
-        parts.append(f"{task.tool_calls} {noun} · {format_seconds(task.tool_seconds)}")
+        parts.append(f"{task.tool_calls} {'call' if task.tool_calls == 1 else 'calls'}")
+    if task.started_at is not None or task.progress_since is not None or task.progress_seconds:
+        parts.append(format_seconds(time_in_progress(task, now=now)))
     blockers = open_blockers(task, tasks)
     if blockers and task.status != "completed":
         parts.append("⧗ blocked by " + ", ".join(f"#{b}" for b in blockers))
@@ -64,7 +70,7 @@ class TaskItem(ListItem):
     list updates rows in place, so it is never seen empty or half drawn.
     """
 
-    def __init__(self, task: Task, tasks: Sequence[Task], *, running: bool = False) -> None:
+    def __init__(self, task: Task, tasks: Sequence[Task], *, running: bool = False, now: float = 0.0) -> None:
         super().__init__()
         self._marker = Static("", classes="task-marker", markup=False)
         self._subject = Static("", classes="task-subject", markup=False)
@@ -73,7 +79,7 @@ class TaskItem(ListItem):
         self._active = Horizontal(self._spinner, self._active_form, classes="task-active")
         self._meta = Static("", classes="task-meta", markup=False)
         self.task_value = task
-        self.show_task(task, tasks, running=running)
+        self.show_task(task, tasks, running=running, now=now)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="task-line"):  # a long subject wraps under itself, not the marker
@@ -82,9 +88,9 @@ class TaskItem(ListItem):
         yield self._active
         yield self._meta
 
-    def show_task(self, task: Task, tasks: Sequence[Task], *, running: bool) -> None:
-        """Show `task` (one of `tasks`, which its meta line needs for blockers); its
-        spinner turns only while the agent is `running`."""
+    def show_task(self, task: Task, tasks: Sequence[Task], *, running: bool, now: float) -> None:
+        """Show `task` (one of `tasks`, which its meta line needs for blockers) at time
+        `now`; its spinner turns only while the agent is `running`."""
         self.task_value = task
         for status in MARKERS:
             self.set_class(task.status == status, f"-{status}")
@@ -93,7 +99,7 @@ class TaskItem(ListItem):
         self._active.display = task.status == "in_progress"
         self._spinner.spinning = running and task.status == "in_progress"
         self._active_form.update(Content(f" ← {sanitize(task.activeForm or task.subject)}"))
-        meta = meta_line(task, tasks)
+        meta = meta_line(task, tasks, now=now)
         self._meta.update(Content(meta))
         self._meta.display = bool(meta)
 
@@ -147,6 +153,9 @@ class AddTaskInput(Input):
 
 class TaskPanel(Vertical):
     """Progress, the list (or "No tasks yet"), and an input for adding a task."""
+
+    clock = staticmethod(time.time)
+    """The store's clock (task times are wall-clock stamps); tests and screenshots pin it."""
 
     @dataclass
     class Add(Message):
@@ -205,6 +214,7 @@ class TaskPanel(Vertical):
         self.tasks: tuple[Task, ...] = ()
         self.border_title = "Tasks"
         self._working = False
+        self._ticker: Timer | None = None
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
 
@@ -232,8 +242,18 @@ class TaskPanel(Vertical):
     @working.setter
     def working(self, value: bool) -> None:
         self._working = value
+        self._redraw_rows()
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+        if value and self.app.animation_level != "none":  # the task in progress's time ticks
+            self._ticker = self.set_interval(1, partial(self._redraw_rows, only_in_progress=True))
+
+    def _redraw_rows(self, *, only_in_progress: bool = False) -> None:
+        now = self.clock()
         for row in self.list_view.query_children(TaskItem):
-            row.show_task(row.task_value, self.tasks, running=value)
+            if not only_in_progress or row.task_value.status == "in_progress":
+                row.show_task(row.task_value, self.tasks, running=self._working, now=now)
 
     @property
     def drawing(self) -> bool:
@@ -269,7 +289,8 @@ class TaskPanel(Vertical):
         position = view.index or 0
         tasks = tuple(tasks)
         rows = list(view.query_children(TaskItem))
-        added = [TaskItem(t, tasks, running=self._working) for t in tasks[len(rows) :]]
+        now = self.clock()
+        added = [TaskItem(t, tasks, running=self._working, now=now) for t in tasks[len(rows) :]]
         for row in added:
             row.display = False
         if added:
@@ -277,7 +298,7 @@ class TaskPanel(Vertical):
         # One step from here: nothing below awaits until the surplus rows go.
         self.tasks = tasks
         for row, task in zip(rows, tasks, strict=False):
-            row.show_task(task, tasks, running=self._working)
+            row.show_task(task, tasks, running=self._working, now=now)
         for row in added:
             row.display = True
         surplus = rows[len(tasks) :]
