@@ -17,6 +17,7 @@ its writes with the first one's.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -34,6 +35,8 @@ from .model import Message
 from .reminders import OPEN_TAG
 
 HEADER_TYPE = "session"
+NEAREST = 3
+"""How many sessions an unknown id's error offers."""
 
 
 def data_root() -> Path:
@@ -353,7 +356,23 @@ def find_session(workspace: Path, session_id: str, root: Path | None = None) -> 
         return matches[0]
     if len(matches) > 1:
         raise SessionError(f"session id '{session_id}' is ambiguous: {', '.join(m.stem for m in matches[:5])}")
-    raise SessionError(f"no session '{session_id}' for {workspace} (todo-agent --resume lists none? start one first)")
+    raise SessionError(_not_found(workspace, session_id, root))
+
+
+def _not_found(workspace: Path, session_id: str, root: Path | None) -> str:
+    """No such session: say so, and offer the sessions whose ids look most like it (or
+    the latest ones), so a typo is one copy away from the right id."""
+    known = list_sessions(workspace, root)
+    if not known:
+        return f"no session has the id '{session_id}': this directory ({workspace}) has no sessions yet"
+    by_id = {info.id: info for info in known}
+    near = difflib.get_close_matches(session_id, list(by_id), n=NEAREST, cutoff=0.5) or list(by_id)[:NEAREST]
+    offered = ", ".join(f'{name} "{short_title(by_id[name].title)}"' for name in near)
+    return f"no session has the id '{session_id}' here. Nearest: {offered}. `todo-agent --resume` picks from all"
+
+
+def short_title(title: str, limit: int = 40) -> str:
+    return title if len(title) <= limit else title[: limit - 1] + "…"
 
 
 def latest_session(workspace: Path, root: Path | None = None) -> Path | None:

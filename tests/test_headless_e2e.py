@@ -184,3 +184,10 @@ def test_a_reader_that_leaves_early_is_no_traceback(workspace: Path) -> None:
         result = _shell(f"'{script}' -p hi --output-format stream-json | head -1", workspace, server.base_url)
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
     json.loads(result.stdout)
+
+
+def test_resume_with_an_unknown_id_says_so_and_offers_the_nearest(workspace: Path) -> None:
+    result = todo_agent(workspace, None, "--model", "script:none.json", "--resume", "nosuchid")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("todo-agent: no session has the id 'nosuchid'")
+    assert "Traceback" not in result.stderr

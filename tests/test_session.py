@@ -175,3 +175,25 @@ def test_odd_messages_and_a_garbled_header_are_repaired_with_a_backup(workspace:
     header = json.loads(session.path.read_text().splitlines()[0])
     assert header["type"] == "session" and header["id"] == session.id
     assert not list(session.path.parent.glob(".*.tmp"))
+
+
+def test_an_unknown_id_names_the_nearest_sessions(workspace: Path) -> None:
+    with pytest.raises(SessionError, match=r"no session has the id 'nope': .* has no sessions yet"):
+        find_session(workspace, "nope")
+    made = []
+    for n in range(5):
+        session = Session.create(workspace)
+        session.append({"role": "user", "content": f"prompt number {n}"})
+        session.close()
+        made.append(session)
+    typo = made[2].id[:-1] + ("x" if made[2].id[-1] != "x" else "y")  # one character off
+    with pytest.raises(SessionError) as caught:
+        find_session(workspace, typo)
+    message = str(caught.value)
+    assert message.startswith(f"no session has the id '{typo}'")
+    assert f'{made[2].id} "prompt number 2"' in message.split("Nearest: ")[1].split(", ", maxsplit=1)[0]
+    assert "todo-agent --resume" in message  # and how to pick from all of them
+    with pytest.raises(SessionError) as caught:
+        find_session(workspace, "zzzz")  # like nothing: the latest ones are offered
+    latest = str(caught.value)
+    assert latest.count('"prompt number') == 3 and f'{made[4].id} "prompt number 4"' in latest

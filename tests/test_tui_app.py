@@ -308,6 +308,29 @@ async def test_continue_restores_the_conversation_and_the_panel(workspace: Path)
         assert panel == [("Read code", "in_progress"), ("Fix bug", "pending")]
 
 
+async def test_reminders_stay_out_of_the_conversation_live_and_resumed(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    read = {"tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]}
+    steps = [*task_steps("Read the notes"), read, read, "Stopping.", "Still stopping."]
+    first = make_app(workspace, steps, reminder_interval=1)
+    async with first.run_test(size=SIZE) as pilot:
+        await send(pilot, "read")
+        await turn_done(pilot)
+        screen = main_screen(first)
+        history = screen.runtime.history
+        assert sum("<system-reminder>" in str(m.get("content")) for m in history) >= 2  # the model got them
+        live = notices(first)
+        session_id = screen.runtime.session.id
+    first.runtime.session.close()  # type: ignore[union-attr]
+    assert not any("reminder" in n for n in live)
+
+    again = make_app(workspace, [], resume=session_id)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not any("reminder" in n for n in notices(again))  # as it looked live
+        assert "system-reminder" not in screen_text(again)
+
+
 async def test_new_and_resume_commands(workspace: Path) -> None:
     app = make_app(workspace, [*task_steps("Only task"), "ok"])
     async with app.run_test(size=SIZE) as pilot:

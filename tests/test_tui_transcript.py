@@ -39,7 +39,7 @@ def test_history_becomes_prompts_text_and_paired_tool_calls() -> None:
         {"role": "assistant", "content": None, "tool_calls": [call("c", "Bash", command="sleep 100")]},
         {"role": "assistant", "content": "Done."},
     ]
-    entries = entries_from_history(history)
+    entries = entries_from_history(history, show_reminders=True)
     assert entries == [
         UserEntry("add pagination"),
         NoticeEntry("reminder: This is the current task list", "dim"),
@@ -49,7 +49,7 @@ def test_history_becomes_prompts_text_and_paired_tool_calls() -> None:
         ToolEntry("c", "Bash", "sleep 100", "cancelled", ""),
         AssistantEntry("Done."),
     ]
-    assert not any(isinstance(e, NoticeEntry) for e in entries_from_history(history, show_reminders=False))
+    assert entries_from_history(history) == [e for e in entries if not isinstance(e, NoticeEntry)]  # the default
 
 
 def test_content_given_as_parts_and_broken_arguments() -> None:

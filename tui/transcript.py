@@ -126,15 +126,15 @@ def guess_status(output: str) -> ToolStatus:
 def entries_from_history(
     messages: Iterable[dict[str, Any]],
     *,
-    show_reminders: bool = True,
+    show_reminders: bool = False,
     summarize: Callable[[str, dict[str, Any]], str] | None = None,
     status_of: Callable[[str], str | None] | None = None,
 ) -> list[Entry]:
     """Rebuild the conversation pane from OpenAI-format history (for `--continue`/`--resume`).
 
     User prompts, assistant text and tool calls paired with their results come back as
-    blocks; `<system-reminder>` messages become one dim notice each (or are skipped);
-    system messages are skipped. `summarize` is the core's own wording of a call
+    blocks; `<system-reminder>` messages are skipped, as they are never shown live (with
+    `show_reminders`, one dim notice each); system messages are skipped. `summarize` is the core's own wording of a call
     (`Runtime.summarize`); without it a generic summary is used. `status_of(call_id)` is
     how the call ended as the session recorded it (`Session.tool_status.get`); when it
     has nothing (sessions saved before statuses were kept) the output's wording decides.
