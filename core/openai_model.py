@@ -30,8 +30,12 @@ _MAX_DETAIL = 200
 class OpenAIChatModel:
     """A `ChatModel` for OpenAI and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, …).
 
-    The SDK's own retries stay on: they cover 5xx, 429 and dropped keep-alive connections
-    (llama.cpp closes them after each stream) before anything reaches the caller.
+    The SDK's own retries are off (`max_retries=0`): they waited seconds without a word on a
+    refused connection. Failures worth another try (connection errors, timeouts, 408, 409,
+    429, 5xx) are raised as `retryable`, and the agent loop retries them in view ("…;
+    retrying (1/2)"). One case is retried here, at once and silently: a request on a
+    kept-alive connection the server had already closed (llama.cpp closes them after each
+    stream), which is not a failure of the server at all.
     """
 
     def __init__(
@@ -40,7 +44,7 @@ class OpenAIChatModel:
         model: str,
         base_url: str | None,
         api_key: str | None,
-        max_retries: int = 3,
+        max_retries: int = 0,
         timeout: float = 600,
         first_byte_timeout: float = 60,
     ) -> None:
@@ -133,7 +137,7 @@ class OpenAIChatModel:
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         try:
             try:
-                return await self._create(messages, tools)
+                return await self._create_once_more_if_dropped(messages, tools)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 if not (self._send_stream_options and _mentions_stream_options(exc)):
                     raise
@@ -143,6 +147,16 @@ class OpenAIChatModel:
                 return await self._create(messages, tools)
         except openai.APIError as exc:
             raise self._error(exc) from exc
+
+    async def _create_once_more_if_dropped(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            return await self._create(messages, tools)
+        except openai.APIConnectionError as exc:
+            if isinstance(exc, openai.APITimeoutError) or _could_not_connect(exc):
+                raise
+            return await self._create(messages, tools)  # the server had closed a pooled connection
 
     async def _create(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
@@ -161,31 +175,43 @@ class OpenAIChatModel:
         )
 
     def _error(self, exc: openai.APIError) -> ModelError:
-        """One line a person can act on, for any failure before the stream starts.
-
-        None of these is `retryable`: the SDK has already retried connection errors, 429
-        and 5xx with backoff, and retrying again in the loop would multiply the wait.
-        """
+        """One line a person can act on, for any failure before the stream starts;
+        `retryable` when asking again later may work (the loop retries it in view)."""
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}")
+            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}", retryable=True)
         if isinstance(exc, openai.APIStatusError):
-            return self._status_error(exc)
+            return self._explained(exc) or ModelError(self._status_message(exc), retryable=_worth_retrying(exc))
         return ModelError(f"model API error: {_detail(exc)}")
 
-    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+    def _explained(self, exc: openai.APIStatusError) -> ModelError | None:
+        """Failures that say what to change: asking again the same way cannot work."""
+        status, detail = exc.status_code, _detail(exc)
+        if _is_web_page(exc):
+            return ModelError(
+                f"{self.base_url} answered with a web page (HTTP {status}), not the OpenAI API: the base URL "
+                "should be the server's OpenAI-compatible endpoint, usually ending in /v1"
+            )
+        if "requires --jinja" in detail:  # llama.cpp started without --jinja (or with --no-jinja)
+            return ModelError(
+                f"the server cannot use tools: start llama-server with --jinja (not --no-jinja) "
+                f"(HTTP {status}: {detail})"
+            )
+        return None
+
+    def _status_message(self, exc: openai.APIStatusError) -> str:
         status, detail = exc.status_code, _detail(exc)
         if status == 401:
-            return ModelError(f"authentication failed (HTTP 401): check OPENAI_API_KEY ({detail})")
+            return f"authentication failed (HTTP 401): check OPENAI_API_KEY ({detail})"
         if status == 404:
-            return ModelError(f"model '{self._model}' not found at {self.base_url} (HTTP 404: {detail})")
+            return f"model '{self._model}' not found at {self.base_url} (HTTP 404: {detail})"
         if status == 429:
             if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
-                return ModelError(f"quota exceeded (HTTP 429): {detail}")
-            return ModelError(f"rate limited (HTTP 429): {detail}")
+                return f"quota exceeded (HTTP 429): {detail}"
+            return f"rate limited (HTTP 429): {detail}"
         if status >= 500:
-            return ModelError(f"server error (HTTP {status}): {detail}")
+            return f"server error (HTTP {status}): {detail}"
         what = {400: "request rejected", 403: "permission denied"}.get(status, f"HTTP error from {self.base_url}")
-        return ModelError(f"{what} (HTTP {status}): {detail}")
+        return f"{what} (HTTP {status}): {detail}"
 
 
 @dataclass
@@ -282,6 +308,48 @@ def _as_text(value: object) -> str:
 def _usage(usage: CompletionUsage) -> ModelUsage:
     # Compatible servers sometimes send nulls here; the SDK does not validate.
     return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
+
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+def _worth_retrying(exc: openai.APIStatusError) -> bool:
+    """What the SDK itself would retry: a server that says so, 408, 409, 429 and 5xx;
+    not OpenAI's 429 "insufficient_quota" (no credit: waiting will not help)."""
+    should = exc.response.headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    if exc.code == "insufficient_quota":
+        return False
+    return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+
+
+def _explained(error: ModelError) -> bool:
+    """A failure whose message says what to change: the same request cannot succeed."""
+    return (
+        error.message.startswith(("the server cannot use tools", "quota exceeded"))
+        or "answered with a web page" in error.message
+    )
+
+
+def _is_web_page(exc: openai.APIStatusError) -> bool:
+    """An HTML answer: the URL points at a web server, not at an OpenAI-compatible API."""
+    kind = exc.response.headers.get("content-type", "")
+    text = exc.body if isinstance(exc.body, str) else exc.message
+    return "html" in kind or text.lstrip().lower().startswith(("<!doctype", "<html"))
+
+
+def _could_not_connect(exc: openai.APIConnectionError) -> bool:
+    """Whether the connection itself failed (refused, no such host, unreachable), as
+    opposed to one the server closed under a request."""
+    seen = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if "Connect" in type(cause).__name__ or isinstance(cause, socket.gaierror | ConnectionRefusedError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _mentions_stream_options(exc: openai.APIError) -> bool:

@@ -30,6 +30,8 @@ Script items (dicts):
   Any streamed item may set `encoding` (default `utf-8`), e.g. `latin-1` to send bytes
   that are not UTF-8.
 - `{"stall": true}` alone: read the request and never answer (for timeouts).
+- `{"drop": true}`: read the request and close the connection without a word, as llama.cpp
+  does to a request on a kept-alive connection it has already closed.
 
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
 `server.requests`, `server.violations`), from another event loop or a subprocess test with
@@ -273,6 +275,8 @@ class FakeOpenAIServer:
             status = int(item["http_error"])
             message = str(item.get("message") or _DEFAULT_ERRORS.get(status, f"error {status}"))
             await self._send_error(writer, status, message, extra=item.get("headers"))
+        elif item.get("drop"):
+            writer.close()
         elif item.get("stall") and not item.get("text") and not item.get("tool_calls"):
             await reader.read()  # until the client gives up
             self.aborted.set()

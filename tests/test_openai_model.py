@@ -223,21 +223,52 @@ async def test_server_rejecting_stream_options_is_asked_again_without_them(make_
 # --- failures -------------------------------------------------------------------------
 
 
-async def test_a_server_error_is_recovered_by_the_client_retries(make_model: MakeModel) -> None:
-    async with FakeOpenAIServer([{"http_error": 500}, {"text": "recovered"}]) as server:
-        _, response = await collect(make_model(server.base_url))
-    assert response.content == "recovered"
-    assert len(server.requests) == 2
-
-
-async def test_server_errors_beyond_the_client_retries_are_final(make_model: MakeModel) -> None:
-    # The SDK already retried with backoff; the loop must not multiply the wait.
-    script = [{"http_error": 503, "message": "loading model"}] * 3
-    async with FakeOpenAIServer(script) as server:
-        _, error = await failure(make_model(server.base_url, max_retries=2))
+async def test_a_server_error_is_left_to_the_loop_to_retry_where_it_shows(make_model: MakeModel) -> None:
+    # Retried by the agent loop, which says so ("…; retrying (1/2)"), not silently by the SDK.
+    async with FakeOpenAIServer([{"http_error": 503, "message": "loading model"}]) as server:
+        _, error = await failure(make_model(server.base_url))
     assert error.message == "server error (HTTP 503): loading model"
-    assert not error.retryable
-    assert len(server.requests) == 3
+    assert error.retryable
+    assert len(server.requests) == 1
+
+
+async def test_a_closed_kept_alive_connection_is_retried_at_once_and_silently(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"drop": True}, {"text": "hello"}]) as server:
+        _, response = await collect(make_model(server.base_url))
+    assert response.content == "hello" and len(server.requests) == 2
+
+
+async def test_llama_cpp_without_jinja_is_explained_not_retried(make_model: MakeModel) -> None:
+    # llama-server's real answer when started with --no-jinja (older builds: without --jinja).
+    script = [{"http_error": 500, "message": "tools param requires --jinja flag"}]
+    async with FakeOpenAIServer(script) as server:
+        model = make_model(server.base_url)
+        with pytest.raises(ModelError) as caught:
+            async for _ in model.stream(USER, [READ_TOOL]):
+                pass
+    error = caught.value
+    assert error.message.startswith("the server cannot use tools: start llama-server with --jinja")
+    assert "tools param requires --jinja flag" in error.message
+    assert not error.retryable and len(server.requests) == 1
+
+
+async def test_a_web_server_that_is_not_an_openai_api_gets_a_hint(make_model: MakeModel) -> None:
+    import http.server
+    import threading
+
+    # `python -m http.server`: answers POST with 501 and an HTML page.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        _, error = await failure(make_model(url))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert error.message.startswith(f"{url} answered with a web page (HTTP 501), not the OpenAI API")
+    assert "OpenAI-compatible endpoint, usually ending in /v1" in error.message
+    assert "<!DOCTYPE" not in error.message and not error.retryable
 
 
 @pytest.mark.parametrize("clean", [False, True], ids=["connection-dropped", "body-ended"])
@@ -299,24 +330,44 @@ async def test_rejected_request(make_model: MakeModel) -> None:
 
 
 async def test_rate_limited(make_model: MakeModel) -> None:
-    async with FakeOpenAIServer([{"http_error": 429}] * 2) as server:
-        _, error = await failure(make_model(server.base_url, max_retries=1))
+    async with FakeOpenAIServer([{"http_error": 429}]) as server:
+        _, error = await failure(make_model(server.base_url))
     assert error.message.startswith("rate limited (HTTP 429)")
-    assert not error.retryable
+    assert error.retryable  # the loop waits and retries, and says so
 
 
 async def test_connection_refused(make_model: MakeModel) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    _, error = await failure(make_model(url, max_retries=2))
+    _, error = await failure(make_model(url))
     assert error.message == f"cannot reach {url}: Connection refused"
-    assert not error.retryable
+    assert error.retryable
+
+
+async def test_a_refused_connection_is_retried_in_view(make_model: MakeModel) -> None:
+    from contextlib import aclosing
+    from pathlib import Path
+
+    from todo_agent.core.events import Error, Notice
+    from todo_agent.core.loop import Agent, AgentOptions
+    from todo_agent.core.permissions import PermissionPolicy
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    agent = Agent(
+        model=make_model(url), tools=[], workspace=Path.cwd(), permissions=PermissionPolicy(Path.cwd()),
+        system_prompt="", options=AgentOptions(retry_delay=0),
+    )  # fmt: skip
+    async with aclosing(agent.run_turn("hi")) as events:
+        seen = [event async for event in events]
+    notices = [e.text for e in seen if isinstance(e, Notice)]
+    assert notices == [f"cannot reach {url}: Connection refused; retrying ({n}/2)" for n in (1, 2)]
+    assert [e.message for e in seen if isinstance(e, Error)] == [f"cannot reach {url}: Connection refused"]
 
 
 async def test_timeout(make_model: MakeModel) -> None:
     async with FakeOpenAIServer([{"stall": True}]) as server:
-        _, error = await failure(make_model(server.base_url, max_retries=0, timeout=0.3))
+        _, error = await failure(make_model(server.base_url, timeout=0.3))
     assert error.message == f"cannot reach {server.base_url}: timed out"
-    assert not error.retryable
+    assert error.retryable
 
 
 async def test_cancellation_propagates_and_closes_the_stream(make_model: MakeModel) -> None:
