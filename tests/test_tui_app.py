@@ -439,6 +439,45 @@ async def test_the_demo_does_not_switch_to_a_real_model(workspace: Path) -> None
         assert notices(app)[-1] == "model: script:test"
 
 
+async def test_switching_to_a_real_model_without_a_key_warns_at_once(workspace: Path) -> None:
+    app = make_app(workspace, [])  # a scripted session: no key, no base URL
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await send(pilot, "/model gpt-4o-mini")
+        await pilot.pause()
+        assert notices(app)[-1] == (
+            "cannot use gpt-4o-mini: OPENAI_API_KEY is not set and there is no --base-url; "
+            "set one and start todo-agent again (the model stays script:test)"
+        )
+        assert screen.runtime.config.model == "script:test" and screen.status.query_one("#status-model")
+    keyed = make_app(workspace, [], api_key="sk-test")
+    async with keyed.run_test(size=SIZE) as pilot:
+        await send(pilot, "/model gpt-4o-mini")
+        await wait_until(pilot, lambda: main_screen(keyed).runtime.config.model == "gpt-4o-mini")
+
+
+async def test_the_palette_screenshot_says_where_it_went(workspace: Path, isolated_home: Path) -> None:
+    blocked = isolated_home / "blocked"
+    blocked.write_text("a file where the folder should be")
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"screenshot")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("Screenshot saved to" in t for t in toasts(app)))
+        saved = Path(next(t for t in toasts(app) if "saved to" in t).split("saved to ", 1)[1])
+        # No ~/Downloads here (a server): it goes beside the sessions, not into the project.
+        assert saved.parent == isolated_home / "todo-agent" / "screenshots" and saved.suffix == ".svg"
+        assert "<svg" in await asyncio.to_thread(saved.read_text, encoding="utf-8")
+        await asyncio.to_thread((isolated_home / "Downloads").mkdir)
+        app.deliver_screenshot()
+        await wait_until(pilot, lambda: sum("Screenshot saved to" in t for t in toasts(app)) == 2)
+        assert f"saved to {isolated_home / 'Downloads'}" in toasts(app)[-1]
+        app.deliver_screenshot(path=str(blocked / "shots"))
+        await wait_until(pilot, lambda: "Could not save the screenshot" in toasts(app)[-1])
+        assert str(blocked / "shots") in toasts(app)[-1] and "Not a directory" in toasts(app)[-1]
+
+
 async def test_ctrl_t_toggles_the_panel_and_says_when_it_is_empty(workspace: Path) -> None:
     app = make_app(workspace, [])
     async with app.run_test(size=SIZE) as pilot:
@@ -584,6 +623,17 @@ async def test_every_binding_has_a_description() -> None:
 # --- starting -----------------------------------------------------------------------------
 
 
+def test_the_welcome_page_names_the_real_settings_file(
+    monkeypatch: pytest.MonkeyPatch, isolated_home: Path, tmp_path: Path
+) -> None:
+    from todo_agent.tui.screens.welcome import welcome_text
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "elsewhere"))
+    assert f"`{tmp_path / 'elsewhere' / 'todo-agent' / 'settings.toml'}`" in welcome_text()
+    mac = isolated_home / "Library" / "Application Support" / "todo-agent" / "settings.toml"
+    assert "`~/Library/Application Support/todo-agent/settings.toml`" in welcome_text(mac)
+
+
 async def test_without_a_model_the_welcome_screen_explains_setup(workspace: Path) -> None:
     config = Config(workspace=workspace)
     assert not config.has_model
@@ -600,7 +650,7 @@ async def test_without_a_model_the_welcome_screen_explains_setup(workspace: Path
             "http://localhost:8000/v1",
             "--port 8080",
             "--demo",
-            "~/.config/todo-agent/settings.toml",  # project files may not set base_url
+            "`~/.config/todo-agent/settings.toml`",  # where this platform keeps it; project files may not set base_url
         ):
             assert needle in text
         assert ".todo-agent/settings.toml" not in text.replace("~/.config/todo-agent/settings.toml", "")

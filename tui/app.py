@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
@@ -20,6 +21,7 @@ from textual.widgets import Input, TextArea
 from todo_agent.core.model import ChatModel
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.session import data_root
 from todo_agent.core.settings import Config
 
 from .approvals import ApprovalBroker, Resolve
@@ -182,6 +184,30 @@ class TodoAgentApp(App[int]):
 
         return close
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Save an SVG of the screen (the palette's "Screenshot") and say where, or why not.
+
+        Into the Downloads folder when there is one, else beside the sessions (never into
+        the project). Textual's own version failed without a reason where there is no
+        Downloads folder (a server, a container).
+        """
+        directory = Path(path) if path else screenshot_directory()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(directory), time_format)
+        except OSError as exc:
+            self.notify(
+                f"Could not save the screenshot in {directory}: {exc.strerror or exc}",
+                title="Screenshot",
+                severity="error",
+                markup=False,
+            )
+            return None
+        self.notify(f"Screenshot saved to {saved}", title="Screenshot", markup=False)
+        return saved
+
     def action_ctrl_c(self) -> None:
         if self._has_selection():
             raise SkipAction()  # let the focused widget's or the screen's copy binding have it
@@ -199,6 +225,13 @@ class TodoAgentApp(App[int]):
             return True
         stack = self.screen_stack
         return bool(stack and stack[-1].get_selected_text())
+
+
+def screenshot_directory() -> Path:
+    from platformdirs import user_downloads_path
+
+    downloads = user_downloads_path()
+    return downloads if downloads.is_dir() else data_root() / "screenshots"
 
 
 def run_app(

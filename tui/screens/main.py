@@ -356,6 +356,16 @@ class MainScreen(Screen[None]):
                 )
             )
             return
+        config = self.runtime.config
+        if argument and not argument.startswith("script:") and not (config.api_key or config.base_url):
+            await self.conversation.add(  # every request would fail: say so now, not at the first one
+                NoticeEntry(
+                    f"cannot use {argument}: {config.api_key_env} is not set and there is no --base-url; "
+                    f"set one and start todo-agent again (the model stays {self.runtime.model_name})",
+                    "warning",
+                )
+            )
+            return
         if argument and not self._refuse_while_busy("switch models"):
             self.runtime.set_model(argument)
             self.status.set_model(self.runtime.model_name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -9,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown
+
+from todo_agent.core.settings import user_settings_path
 
 WELCOME = """\
 # Welcome to todo-agent
@@ -38,8 +41,17 @@ todo-agent                    # default model gpt-4o-mini; or --model NAME
   `todo-agent --base-url http://localhost:8080/v1`
 
 `OPENAI_BASE_URL` and `TODO_AGENT_MODEL` work too, and so do `model` / `base_url` in
-your user settings file, `~/.config/todo-agent/settings.toml`.
+your user settings file, `{settings}`.
 """
+
+
+def welcome_text(settings: Path | None = None) -> str:
+    """The welcome page, naming the user settings file where this platform keeps it
+    (`$XDG_CONFIG_HOME` on Linux, `~/Library/Application Support` on macOS, …)."""
+    path = settings or user_settings_path()
+    home = Path.home()
+    shown = f"~/{path.relative_to(home).as_posix()}" if path.is_relative_to(home) else str(path)
+    return WELCOME.replace("{settings}", shown)
 
 
 class WelcomeScreen(Screen[None]):
@@ -51,5 +63,5 @@ class WelcomeScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="welcome-body"):
-            yield Markdown(WELCOME, id="welcome-text")
+            yield Markdown(welcome_text(), id="welcome-text")
         yield Footer()
