@@ -92,6 +92,14 @@ class ScriptError(Exception):
 class ScriptStep:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    on_rejected: tuple[ScriptStep, ...] = ()
+    """Steps played instead of the rest of the script when the person declines one of
+    this step's calls (with or without feedback): a script cannot follow directions, so
+    it says so and stops, rather than reporting work that never happened."""
+
+
+REJECTED = "The user rejected"
+"""How a declined call's result begins (`core/batch.py`)."""
 
 
 @dataclass
@@ -102,6 +110,8 @@ class ScriptedModel:
     and `"chunk_delay"` seconds between streamed chunks); each step is
     `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`.
     `arguments` may be an object or a raw string (to script malformed output).
+    A step may carry `"on_rejected": [steps...]`, played (and then the script is over)
+    when the person declines one of that step's calls.
     A request that arrives after the last step raises `ScriptError`;
     `assert_complete()` fails if steps were left unused.
     """
@@ -112,6 +122,10 @@ class ScriptedModel:
     chunk_size: int = 12
     chunk_delay: float = 0.0
     """Seconds between text chunks, so a demo visibly streams; 0 in tests."""
+    _next: int = 0
+    """The next step of the script."""
+    _branch: list[ScriptStep] = field(default_factory=list)
+    """`on_rejected` steps still to play."""
 
     @property
     def name(self) -> str:
@@ -142,18 +156,26 @@ class ScriptedModel:
         return len(self.requests)
 
     def assert_complete(self) -> None:
-        if self.used != len(self.steps):
+        if self._next != len(self.steps) or self._branch:
             raise AssertionError(f"scripted model used {self.used} of {len(self.steps)} steps")
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        index = len(self.requests)
-        if index >= len(self.steps):
+    def _step(self, messages: Sequence[Message]) -> ScriptStep:
+        previous = self.steps[self._next - 1] if 0 < self._next <= len(self.steps) else None
+        if previous is not None and previous.on_rejected and not self._branch and _declined(messages):
+            self._branch, self._next = list(previous.on_rejected), len(self.steps)
+        if self._branch:
+            return self._branch.pop(0)
+        if self._next >= len(self.steps):
             raise ScriptError(
-                f"the script has no step {index + 1}: this scripted conversation is over after {len(self.steps)} "
-                "steps (start todo-agent with a real model to go on)"
+                f"the script has no step {len(self.requests) + 1}: this scripted conversation is over after "
+                f"{len(self.requests)} steps (start todo-agent with a real model to go on)"
             )
+        self._next += 1
+        return self.steps[self._next - 1]
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        step = self._step(messages)
         self.requests.append([dict(m) for m in messages])
-        step = self.steps[index]
         for start in range(0, len(step.text), self.chunk_size):
             if self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)
@@ -167,11 +189,25 @@ class ScriptedModel:
         )
 
 
+def _declined(messages: Sequence[Message]) -> bool:
+    """Whether the person declined a call of the latest response that had calls."""
+    for message in reversed(messages):
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            return False
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str) and content.startswith(REJECTED):
+            return True
+    return False
+
+
 def _parse_step(index: int, raw: Any) -> ScriptStep:
     if isinstance(raw, str):
         return ScriptStep(text=valid_text(raw))
     if not isinstance(raw, dict):
         raise ScriptError(f"step {index + 1} must be an object or a string")
+    branch = raw.get("on_rejected") or []
+    if not isinstance(branch, list):
+        raise ScriptError(f"step {index + 1}: on_rejected must be a list of steps")
     calls = []
     for n, call in enumerate(raw.get("tool_calls") or []):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
@@ -180,7 +216,8 @@ def _parse_step(index: int, raw: Any) -> ScriptStep:
         text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         call_id = str(call.get("id") or f"call_{index + 1}_{n + 1}")
         calls.append(ToolCall(id=valid_text(call_id), name=valid_text(call["name"]), arguments=text))
-    return ScriptStep(text=valid_text(str(raw.get("text") or "")), tool_calls=tuple(calls))
+    rejected = tuple(_parse_step(index, step) for step in branch)
+    return ScriptStep(text=valid_text(str(raw.get("text") or "")), tool_calls=tuple(calls), on_rejected=rejected)
 
 
 def create_model(

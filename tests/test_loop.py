@@ -612,3 +612,31 @@ async def test_a_read_outside_the_workspace_asks_even_among_other_reads(workspac
     assert [(r.tool, r.arguments["file_path"], r.outside_workspace) for r in asked] == [("Read", str(outside), True)]
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [e.status for e in finished] == ["ok", "ok", "ok"] and "outside" in finished[1].output
+
+
+async def test_a_script_can_answer_a_rejected_call_with_its_own_steps(workspace: Path) -> None:
+    """The demo's way out: `on_rejected` steps replace the rest of the script."""
+    approve, _ = approver_answering(ApprovalAnswer("feedback", "use a smaller page"), ApprovalAnswer("no"))
+    steps = [
+        {
+            "tool_calls": [call("Write", {"file_path": "x.txt", "content": "hi"})],
+            "on_rejected": [{"tool_calls": [call("Echo", {"text": "undo"})]}, {"text": "Left x.txt alone."}],
+        },
+        {"text": "x.txt written and checked."},  # what a script without the branch would say
+    ]
+    agent, model = make_agent(workspace, steps, approver=approve)
+    events = await collect(agent, "write it")
+    texts = [e.content for e in events if isinstance(e, AssistantMessage) and e.content]
+    assert texts == ["Left x.txt alone."] and not (workspace / "x.txt").exists()
+    assert [e.name for e in events if isinstance(e, ToolStarted)] == ["Write", "Echo"]
+    model.assert_complete()  # the branch ends the script
+    with pytest.raises(AssertionError):
+        ScriptedModel.from_data(steps).assert_complete()
+
+    # A plain "no" stops the turn; the branch answers the person's next message.
+    agent, model = make_agent(workspace, steps, approver=approve)
+    first = await collect(agent, "write it")
+    assert isinstance(first[-1], TurnEnd) and first[-1].reason == "rejected"
+    again = await collect(agent, "why not?")
+    assert [e.content for e in again if isinstance(e, AssistantMessage) and e.content] == ["Left x.txt alone."]
+    model.assert_complete()

@@ -13,6 +13,8 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -65,17 +67,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workspace = Path.cwd()
+    if args.demo:
+        with demo_workspace() as (workspace, model, prompt):
+            return run_in(args, workspace, model, prompt)
+    return run_in(args, Path.cwd(), args.model, None)
+
+
+def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial_prompt: str | None) -> int:
     flags: dict[str, Any] = {
-        "model": args.model,
+        "model": model,
         "base_url": args.base_url,
         "permission_mode": args.permission_mode,
         "tasks": args.tasks,
     }
-    initial_prompt = None
-    if args.demo:
-        workspace, flags["model"], initial_prompt = prepare_demo()
-        os.chdir(workspace)
     config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     config.demo = args.demo
     if args.prompt is not None:
@@ -122,6 +126,30 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
 def fail(message: str) -> int:
     print(f"todo-agent: {message}", file=sys.stderr)
     return 2
+
+
+@contextmanager
+def demo_workspace() -> Iterator[tuple[Path, str, str | None]]:
+    """`--demo`: a fresh copy of the demo project to work in, gone again on exit.
+
+    Yields the project directory (also the current directory meanwhile), the `script:`
+    model spec and the opening prompt. The demo's sessions are kept in the same
+    temporary directory, so a demo leaves nothing behind, not even a session to resume.
+    """
+    workspace, model, prompt = prepare_demo()
+    root = workspace.parent
+    before, home = Path.cwd(), os.environ.get("TODO_AGENT_HOME")
+    os.environ["TODO_AGENT_HOME"] = str(root / "home")
+    os.chdir(workspace)
+    try:
+        yield workspace, model, prompt
+    finally:
+        os.chdir(before)
+        if home is None:
+            os.environ.pop("TODO_AGENT_HOME", None)
+        else:
+            os.environ["TODO_AGENT_HOME"] = home
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def prepare_demo() -> tuple[Path, str, str | None]:

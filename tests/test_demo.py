@@ -1,0 +1,108 @@
+"""`todo-agent --demo`: the bundled script answers a declined call honestly, and the demo
+leaves no temporary directory (or session) behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
+
+from todo_agent.core.model import ScriptedModel
+from todo_agent.tui import cli
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.transcript import AssistantEntry
+
+
+@pytest.fixture
+def demo() -> Any:
+    with cli.demo_workspace() as (workspace, model, prompt):
+        yield workspace, ScriptedModel.from_file(model.removeprefix("script:")), prompt
+
+
+def said(app: TodoAgentApp) -> str:
+    return "\n".join(e.text for e in main_screen(app).conversation.entries if isinstance(e, AssistantEntry))
+
+
+async def answer(pilot: Pilot[Any], tool: str, *keys: str) -> None:
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == tool)
+    await pilot.press(*keys)
+
+
+async def test_the_demo_runs_to_its_end_when_everything_is_approved(demo: Any) -> None:
+    workspace, model, prompt = demo
+    app = make_app(workspace, model, demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, prompt)
+        await answer(pilot, "Edit", "1")
+        await answer(pilot, "Bash", "1")
+        await turn_done(pilot)
+        assert "passes (3 checks)" in said(app)
+    model.assert_complete()
+
+
+@pytest.mark.parametrize("keys", [("n",), ("f", *"use an offset instead", "enter")], ids=["no", "feedback"])
+async def test_declining_the_edit_ends_the_demo_honestly(demo: Any, keys: tuple[str, ...]) -> None:
+    workspace, model, prompt = demo
+    app = make_app(workspace, model, demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, prompt)
+        await answer(pilot, "Edit", *keys)
+        await turn_done(pilot)
+        if keys == ("n",):  # the turn stopped; the script answers the next message
+            await send(pilot, "why did you stop?")
+            await turn_done(pilot)
+        assert "I left `posts.py` as it was" in said(app)
+        assert "passes" not in said(app) and "Traceback" not in screen_text(app)
+        store = main_screen(app).runtime.store
+        assert [(t.id, t.status) for t in store.snapshot()] == [("1", "completed"), ("2", "pending"), ("3", "pending")]
+    model.assert_complete()
+    assert "page_size" not in await asyncio.to_thread((workspace / "posts.py").read_text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("keys", [("n",), ("f", *"run pytest instead", "enter")], ids=["no", "feedback"])
+async def test_declining_the_checks_does_not_claim_they_pass(demo: Any, keys: tuple[str, ...]) -> None:
+    workspace, model, prompt = demo
+    app = make_app(workspace, model, demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, prompt)
+        await answer(pilot, "Edit", "1")
+        await answer(pilot, "Bash", *keys)
+        await turn_done(pilot)
+        if keys == ("n",):
+            await send(pilot, "ok")
+            await turn_done(pilot)
+        assert "I did not run the checks" in said(app) and "passes" not in said(app)
+        statuses = [t.status for t in main_screen(app).runtime.store.snapshot()]
+        assert statuses == ["completed", "completed", "pending"]
+    model.assert_complete()
+
+
+def test_the_demo_directory_is_gone_after_the_app_exits(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    seen: dict[str, Any] = {}
+    real_run = TodoAgentApp.run
+
+    async def quit_at_the_first_approval(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), limit=30)
+        seen["cwd"], seen["home"] = Path.cwd(), os.environ["TODO_AGENT_HOME"]
+        seen["sessions"] = await asyncio.to_thread(lambda: list(Path(seen["home"]).rglob("*.jsonl")))
+        await pilot.press("ctrl+q")
+
+    def run_headless(self: TodoAgentApp, **_: Any) -> Any:  # the real app, without a terminal
+        return real_run(self, headless=True, size=SIZE, auto_pilot=quit_at_the_first_approval)
+
+    monkeypatch.setattr(TodoAgentApp, "run", run_headless)
+    before = Path.cwd()
+    assert cli.run(cli.build_parser().parse_args(["--demo"])) == 0
+    demo_root = seen["cwd"].parent
+    assert seen["cwd"].name == "demo_project" and demo_root.name.startswith("todo-agent-demo-")
+    assert seen["sessions"] and Path(seen["home"]).is_relative_to(demo_root)  # the session was there
+    assert not demo_root.exists() and Path.cwd() == before
+    assert os.environ["TODO_AGENT_HOME"] == str(isolated_home / "todo-agent")  # put back
