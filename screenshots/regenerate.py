@@ -5,7 +5,12 @@ Usage (from the repository root, with the test extra installed):
     python screenshots/regenerate.py
 
 PNGs are made with `rsvg-convert` when it is installed (Debian: librsvg2-bin, plus
-fonts-noto-core and fonts-symbola for the symbols), else with cairosvg.
+fonts-symbola for symbols like ⏺ and ⎿), else with cairosvg. The SVGs name the web font
+Fira Code (which a browser fetches); neither converter can, and fontconfig would stand
+in a proportional font (DejaVu Sans), so each piece of text, placed at its own column,
+came out too wide or too narrow; and both drop a piece's leading space unless told to
+keep spaces, so inline code ran into the next word ("pageand"). The PNGs are therefore
+drawn with the installed monospace font (`fc-match monospace`) and `xml:space="preserve"`.
 
 It runs the bundled demo (`examples/`) in the real `TodoAgentApp` with its scripted model,
 through the same harness as the TUI tests (`tests/tui_helpers.py`), and saves:
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "screenshots"
 SIZE = (140, 42)
+CLOCK = 1_768_400_000.0
 sys.path.insert(0, str(ROOT / "tests"))
 
 from tui_helpers import main_screen, send, turn_done, wait_until
@@ -37,6 +44,7 @@ from todo_agent.core.model import Message, ScriptedModel, StreamItem
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.widgets.task_panel import TaskPanel
 
 
 class PausedAt:
@@ -58,17 +66,37 @@ class PausedAt:
             yield item
 
 
+def monospace_family() -> str:
+    """The monospace font fontconfig picks here (DejaVu Sans Mono on Debian)."""
+    if shutil.which("fc-match"):
+        found = subprocess.run(
+            ["fc-match", "--format=%{family[0]}", "monospace"], capture_output=True, text=True, check=False
+        )
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    return "DejaVu Sans Mono"
+
+
+def for_png(svg: str, family: str) -> str:
+    """`svg` drawn with `family` instead of the web font Fira Code (see the module doc),
+    and with its spaces kept: each piece of text that starts with a space (a no-break
+    space, as Rich writes it) otherwise loses it, which glued " and" to the `page` before."""
+    svg = re.sub(r'font-family:\s*"?Fira Code"?', f'font-family: "{family}"', svg)
+    return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+
+
 def save(app: TodoAgentApp, name: str) -> None:
     svg, png = OUT / f"{name}.svg", OUT / f"{name}.png"
     app.save_screenshot(str(svg))
+    drawable = for_png(svg.read_text(encoding="utf-8"), monospace_family()).encode()
     # librsvg keeps the SVG's fixed glyph positions and falls back through fontconfig for
     # symbols like ⏺; cairosvg (a test dependency) is the fallback when it is not installed.
     if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", "--zoom", "1.5", "-o", str(png), str(svg)], check=True)
+        subprocess.run(["rsvg-convert", "--zoom", "1.5", "-o", str(png)], input=drawable, check=True)
     else:
         import cairosvg
 
-        cairosvg.svg2png(url=str(svg), write_to=str(png))
+        cairosvg.svg2png(bytestring=drawable, write_to=str(png))
     print(f"wrote screenshots/{name}.svg and .png")
 
 
@@ -86,6 +114,9 @@ async def demo_run(tmp: Path) -> None:
     model = PausedAt(scripted, pause_at=6)  # after the edit: #1 and #2 done, #3 in progress
     config = Config(workspace=project, model="script:demo_script.json")
     app = TodoAgentApp.for_config(config, model=model, animations=False)
+    assert app.runtime is not None  # a frozen clock: task times read the same on any machine
+    app.runtime.store.clock = lambda: CLOCK
+    TaskPanel.clock = staticmethod(lambda: CLOCK)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, script["prompt"])
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
