@@ -53,9 +53,8 @@ def inside(widget: Widget, outer: Widget) -> bool:
 async def open_dialog(pilot: Pilot[Any], request: ApprovalRequest) -> ApprovalScreen:
     screen = ApprovalScreen(request)
     pilot.app.push_screen(screen)
-    await wait_until(pilot, lambda: pilot.app.screen is screen)
+    await wait_until(pilot, lambda: pilot.app.screen is screen and screen.fitted)
     await pilot.pause()
-    await pilot.pause()  # the preview is fitted after the first layout
     return screen
 
 
@@ -77,7 +76,7 @@ async def test_a_long_diff_leaves_the_choices_and_the_feedback_box_on_screen(
         assert "Edit(posts.py)" in screen_text(app)  # the rule `2` would add
         assert "more lines · pgdn scrolls" in screen_text(app)  # and the diff says it goes on
         await pilot.press("f")
-        await pilot.pause()
+        await wait_until(pilot, lambda: screen.fitted)
         await pilot.pause()
         box = screen.query_one(FeedbackInput)
         assert box.has_focus and inside(box, screen.query_one("#approval-dialog"))
@@ -123,8 +122,7 @@ async def test_the_approval_shows_every_line_of_a_command(workspace: Path) -> No
     app = make_app(workspace, [bash_step(command), "done"])
     async with app.run_test(size=(80, 24)) as pilot:
         await send(pilot, "run the tests")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.pause()
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.fitted)
         await pilot.pause()
         text = screen_text(app)
         assert "touch x" in text and "⋯ 79 blank lines" in text  # 80 line breaks

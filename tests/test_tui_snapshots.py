@@ -160,11 +160,7 @@ def test_edit_approval_with_a_long_diff_at_80x24(snap_compare: SnapCompare, demo
         screen = ApprovalScreen(request)
         pilot.app.push_screen(screen)
 
-        def fitted() -> bool:  # the preview is fitted after the first layout
-            more = screen.query("#approval-more")
-            return bool(more) and more.first().display
-
-        await wait_until(pilot, fitted)
+        await wait_until(pilot, lambda: pilot.app.screen is screen and screen.fitted)
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=(80, 24), run_before=run_before)

@@ -80,6 +80,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """When the modal was mounted, on the clock key events are stamped with."""
         self._dialog_rows = 0
         self._preview_rows = 0
+        self.fitted = False
+        """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
 
     def predates(self, event: events.Key) -> bool:
         """Whether `event` was typed before this question was on screen.
@@ -151,6 +153,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def refit(self) -> None:
         """Size the dialog to the screen, then again once laid out (see `_fit_preview`)."""
+        self.fitted = False
         compact = self.size.height < COMPACT_BELOW
         self.set_class(compact, "-compact")
         dialog = self.query_one("#approval-dialog")
@@ -163,6 +166,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         on screen; say what is out of sight when it does not fit."""
         preview = self._preview
         if preview is None:
+            self.fitted = True
             return
         dialog = self.query_one("#approval-dialog")
         more = self.query_one("#approval-more")
@@ -178,10 +182,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self._preview_rows = max(MIN_PREVIEW_ROWS, room - 1 if overflows else room)
         preview.styles.max_height = self._preview_rows
         more.display = overflows
-        self._show_more()
+        self.call_after_refresh(self._show_more)  # once the preview has its new height
 
     def _show_more(self) -> None:
         preview, more = self._preview, self.query_one("#approval-more", Static)
+        self.fitted = True
         if preview is None or not more.display:
             return
         content = preview.query_one(Static).outer_size.height
