@@ -12,12 +12,14 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
+from todo_agent.core import batch
 from todo_agent.core.events import Notice
 from todo_agent.core.model import ScriptedModel
 from todo_agent.core.permissions import ApprovalRequest
@@ -52,11 +54,13 @@ FROZEN_NOW = 1_768_400_000.0
 @pytest.fixture(autouse=True)
 def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pin what changes from run to run: the date notice, token counts, the time zone, and
-    the clock that times tasks (so a slow run shows the same `<1s`)."""
+    the clocks that time tasks and tool calls (so a slow run shows the same `<1s`)."""
     notices = [Notice("instructions loaded: AGENTS.md"), Notice("date 2026-01-15")]
     monkeypatch.setattr(Runtime, "startup_notices", lambda self: list(notices))
     monkeypatch.setattr(Runtime, "context_usage", lambda self: (12_345, 128_000))
     monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: FROZEN_NOW))
+    # Tool run times: a check that takes a second on a loaded machine would add "· 1.0s".
+    monkeypatch.setattr(batch, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
 

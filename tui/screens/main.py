@@ -234,12 +234,16 @@ class MainScreen(Screen[None]):
         # plan while the turn runs): draw the latest state.
         latest = self.runtime.store.snapshot()
         await self.panel.show(latest)
-        # With the panel hidden the list is printed, but only when it reads differently
-        # (a batch that only adds to a task's tool count changes nothing a person reads).
-        listing = render_tasks(latest)
-        if self.panel_place == "hidden" and latest and listing != self._tasks_seen:
+        if self.panel_place != "hidden":
+            self._tasks_seen = render_tasks(latest)
+            return
+        # Hidden, the list is printed: this batch's list (the core may have run ahead, and
+        # the conversation tells what happened in order), and only when it reads
+        # differently (a batch that only adds to a task's tool count changes nothing).
+        listing = render_tasks(tasks)
+        if tasks and listing != self._tasks_seen:
             await self.conversation.add(PlainEntry(listing))
-        self._tasks_seen = listing
+            self._tasks_seen = listing
 
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         self.status.set_context(*self.runtime.context_usage())
