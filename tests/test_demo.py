@@ -90,7 +90,7 @@ def test_the_demo_directory_is_gone_after_the_app_exits(monkeypatch: pytest.Monk
 
     async def quit_at_the_first_approval(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), limit=30)
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         seen["cwd"], seen["home"] = Path.cwd(), os.environ["TODO_AGENT_HOME"]
         seen["sessions"] = await asyncio.to_thread(lambda: list(Path(seen["home"]).rglob("*.jsonl")))
         await pilot.press("ctrl+q")
