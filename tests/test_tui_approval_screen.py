@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import OptionList
 from tui_helpers import bash_step, make_app, screen_text, send, wait_until
 
-from todo_agent.core.permissions import ApprovalRequest
+from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen, FeedbackInput
 from todo_agent.tui.widgets.preview import render_preview
@@ -83,6 +84,26 @@ async def test_a_long_diff_leaves_the_choices_and_the_feedback_box_on_screen(
         assert_choices_visible(app, screen)
         await pilot.press(*"use a smaller page", "enter")
         await wait_until(pilot, lambda: app.screen is not screen)  # the feedback was sent
+
+
+async def test_keys_typed_right_after_f_go_into_the_feedback_box(workspace: Path) -> None:
+    """`f` and the feedback after it arrive together (typed fast, pasted, a busy machine):
+    the `a` of "use an offset" must be text, not "yes, and don't ask again"."""
+    app = make_app(workspace, [])
+    async with app.run_test(size=(80, 24)) as pilot:
+        answers: list[ApprovalAnswer | None] = []
+        screen = ApprovalScreen(edit_request())
+        app.push_screen(screen, callback=answers.append)
+        await wait_until(pilot, lambda: app.screen is screen and screen.fitted)
+        feedback = "use an offset of 1 2 or 3 if you can"  # every answer key, as text
+        for key in "f" + feedback:  # all queued before the app handles the first
+            app.post_message(events.Key(key if key != " " else "space", key))
+        box = screen.query_one(FeedbackInput)
+        await wait_until(pilot, lambda: box.value == feedback or app.screen is not screen)
+        assert app.screen is screen and box.has_focus and not answers
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(answers))
+        assert answers == [ApprovalAnswer("feedback", feedback)]
 
 
 async def test_a_short_preview_is_not_padded(workspace: Path) -> None:

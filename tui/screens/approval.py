@@ -3,7 +3,8 @@
 Dismisses with an `ApprovalAnswer`. Keys: `1`/`y` yes, `2`/`a` yes and don't ask again
 (the rule is shown), `3`/`n`/`escape` no (the turn stops), `f` no with feedback (the
 text goes to the model and the turn goes on). Keys typed before the modal was on screen
-(a double tap meant for the previous question) are ignored: see `predates`.
+(a double tap meant for the previous question) are ignored: see `predates`; keys typed
+right after `f` are the feedback's, however fast they come.
 
 Whatever the terminal's size, the choices (and the feedback box, once open) stay on
 screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
@@ -19,6 +20,7 @@ from typing import ClassVar
 
 from textual import events, on
 from textual._time import get_time
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -47,7 +49,7 @@ class FeedbackInput(Input):
     def action_back(self) -> None:
         self.value = ""
         self.display = False
-        self.screen.query_one(OptionList).focus()
+        self.screen.set_focus(self.screen.query_one(OptionList))  # at once: see `action_feedback`
         if isinstance(self.screen, ApprovalScreen):
             self.screen.refit()
 
@@ -57,11 +59,28 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     CSS_PATH = "approval.tcss"
 
+    # The answers are priority bindings: run as each key arrives, before the next one is
+    # handed to a widget. After `f` the keys that follow (typed fast, pasted, or queued on
+    # a busy machine) go into the feedback box; had `f` waited to bubble back up from the
+    # choices, the `a` of "use an offset" would have answered "yes, and don't ask again".
+    # While the box has focus the answers step aside (`SkipAction`) and the keys are text.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1,y", "answer('yes')", "Yes", tooltip="Run it this once"),
-        Binding("2,a", "answer('always')", "Always", tooltip="Run it, and add the shown rule for this session"),
-        Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops"),
-        Binding("f", "feedback", "No, with feedback", tooltip="Do not run it; tell the model what to do instead"),
+        Binding("1,y", "answer('yes')", "Yes", tooltip="Run it this once", priority=True),
+        Binding(
+            "2,a",
+            "answer('always')",
+            "Always",
+            tooltip="Run it, and add the shown rule for this session",
+            priority=True,
+        ),
+        Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops", priority=True),
+        Binding(
+            "f",
+            "feedback",
+            "No, with feedback",
+            tooltip="Do not run it; tell the model what to do instead",
+            priority=True,
+        ),
         Binding("escape", "answer('no')", "No", tooltip="Do not run it; the turn stops", show=False),
         Binding(
             "pagedown", "scroll_preview(1)", "Scroll", tooltip="Scroll the preview down", show=False, priority=True
@@ -207,7 +226,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         else:
             preview.scroll_page_up(animate=False)
 
+    def _typing_feedback(self) -> bool:
+        return isinstance(self.focused, FeedbackInput)
+
     def action_answer(self, decision: str) -> None:
+        if self._typing_feedback():
+            raise SkipAction  # a letter of the feedback (escape is the box's own: back)
         if decision == "yes":
             self.dismiss(ApprovalAnswer("yes"))
         elif decision == "always":
@@ -216,9 +240,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             self.dismiss(ApprovalAnswer("no"))
 
     def action_feedback(self) -> None:
+        if self._typing_feedback():
+            raise SkipAction
         box = self.query_one(FeedbackInput)
         box.display = True
-        box.focus()
+        # At once, not as `focus()` does after the keys already queued: the `a` of "use an
+        # offset", typed right after `f`, would otherwise answer "yes, and don't ask again".
+        self.set_focus(box)
         self.refit()  # the box takes rows from the preview, never from the choices
 
     @on(OptionList.OptionSelected, "#approval-options")
