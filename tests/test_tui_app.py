@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual import events
 from textual.widgets import OptionList, Static
+from textual.worker import Worker, WorkerState
 from tui_helpers import (
     SIZE,
     GatedModel,
@@ -33,6 +34,7 @@ from todo_agent.core.tasks import Task
 from todo_agent.tui.app import DOUBLE_TAP, TodoAgentApp
 from todo_agent.tui.commands import looks_like_command
 from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.screens.main import MainScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.screens.welcome import WelcomeScreen
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
@@ -731,6 +733,31 @@ async def test_a_failing_turn_is_reported_and_the_app_goes_on(workspace: Path, m
         await send(pilot, "again")
         await turn_done(pilot)
         assert main_screen(app).conversation.entries[-1] == AssistantEntry("fine")
+
+
+async def test_a_turn_is_finished_once_when_its_messages_come_late(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine the worker's RUNNING message can be read after it has failed; the
+    failure is still reported once (it was twice: `is_finished` was read, not the message)."""
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        monkeypatch.setattr(screen.runtime.agent, "run_turn", failing_turn("boom"))
+        handle = MainScreen.on_worker_state_changed
+
+        async def late(self: MainScreen, event: Worker.StateChanged) -> None:
+            if event.worker.group == "turn" and event.state == WorkerState.RUNNING:
+                await asyncio.gather(event.worker.wait(), return_exceptions=True)  # read after the failure
+            await handle(self, event)
+
+        await wait_until(pilot, screen._ready.is_set)  # the model client is built
+        monkeypatch.setattr(MainScreen, "on_worker_state_changed", late)
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: any("boom" in t for t in toasts(app)))
+        await turn_done(pilot)
+        assert len([t for t in toasts(app) if "boom" in t]) == 1
+        assert len([n for n in notices(app) if "The turn failed" in n]) == 1
 
 
 async def test_model_errors_show_as_notices(workspace: Path) -> None:

@@ -187,7 +187,9 @@ class MainScreen(Screen[None]):
             elif self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
-        elif worker.group == "turn" and worker.is_finished:
+        elif worker.group == "turn" and state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            # The state the message carries, not the worker's now: a RUNNING message read
+            # after the worker failed (a busy machine) would finish the turn twice.
             await self._turn_finished(worker)
 
     async def _turn_finished(self, worker: Worker[None]) -> None:
