@@ -87,6 +87,52 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
     assert "Traceback" not in err
 
 
+def _grep_workers_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return {child for child in found if b"grep_worker" in _cmdline(child)}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # it has just exited
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_search_dies_with_an_agent_killed_by_sigkill(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "trap.txt").write_text("a" * 60 + "c\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "Grep", "arguments": {"pattern": CATASTROPHIC}}]}, "x"]))
+    command = [str(Path(sys.executable).with_name("todo-agent")), "-p", "find", "--model", f"script:{script}"]
+    proc = subprocess.Popen(
+        [*command, "--output-format", "stream-json"], cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 30
+        while not (workers := _grep_workers_of(proc.pid)):
+            assert time.monotonic() < deadline, "the search never started"
+            time.sleep(0.02)
+        proc.kill()  # SIGKILL: no cleanup runs in the agent
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, "the search outlived the agent"
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+
+
 def _one_line_file(path: Path, size: int) -> None:
     with path.open("wb") as f:
         f.write(b"needle ")

@@ -1,4 +1,4 @@
-"""Grep's Python engine, run as a process of its own: `python -m … PATTERN TARGET BOUNDARY [GLOB]`.
+"""Grep's Python engine, run as a process of its own: `python -m … PATTERN TARGET BOUNDARY GLOB [PARENT_PID]`.
 
 Python's `re` cannot be interrupted once a match has started, and a catastrophic pattern
 (`(?=(a+)+b)` on a long line of a's) would hold a thread, and the whole program's exit,
@@ -20,6 +20,24 @@ from .files import BINARY_SAMPLE, bounded_lines, looks_binary
 from .search import MAX_MATCH_CHARS, candidate_files, open_regular
 
 LINE_BYTES = 1 << 20
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Be killed when the agent dies, even by SIGKILL (Linux), so no search outlives it.
+
+    A catastrophic pattern keeps this process busy in one `re` call, so it would
+    otherwise burn a core for as long as the timeout its parent no longer enforces.
+    """
+    if sys.platform.startswith("linux"):
+        import contextlib
+        import ctypes
+        import signal
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _search_file(regex: re.Pattern[str], file: Path, out: IO[bytes]) -> None:
@@ -43,6 +61,8 @@ def _search_file(regex: re.Pattern[str], file: Path, out: IO[bytes]) -> None:
 
 def main(argv: list[str]) -> int:
     pattern, target, boundary, file_glob = argv[0], Path(argv[1]), Path(argv[2]), argv[3] if len(argv) > 3 else ""
+    if len(argv) > 4:
+        _die_with_parent(int(argv[4]))
     regex = re.compile(pattern)
     out = sys.stdout.buffer
     try:

@@ -270,7 +270,7 @@ async def _read_rg_output(stream: asyncio.StreamReader, matches: _Matches) -> in
 
 def _worker_argv(pattern: str, target: Path, file_glob: str | None, boundary: Path) -> list[str]:
     module = "todo_agent.core.tools.grep_worker"
-    return [sys.executable, "-m", module, pattern, str(target), str(boundary), file_glob or ""]
+    return [sys.executable, "-m", module, pattern, str(target), str(boundary), file_glob or "", str(os.getpid())]
 
 
 @dataclass
