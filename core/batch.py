@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,8 +66,11 @@ class Outcome:
 
 
 class BatchRunner:
-    def __init__(self, agent: Agent, calls: Sequence[ToolCall]) -> None:
+    def __init__(self, agent: Agent, calls: Sequence[ToolCall], refused: Mapping[str, str] | None = None) -> None:
+        """`refused`: call id → the error result of a call that must not run (cut off at the
+        output limit, or repeated once too often; `core/guards.py`)."""
         self.agent = agent
+        self.refused = refused or {}
         self.prepared = [self._prepare(call) for call in calls]
         self.rejected = False
         self.queued: list[Event] = []
@@ -118,6 +121,8 @@ class BatchRunner:
 
     def _prepare(self, call: ToolCall) -> Prepared:
         tool = next((t for t in self.agent.tools if t.name == call.name), None)
+        if call.id in self.refused:
+            return Prepared(call, tool, {}, self.refused[call.id])
         if tool is None:
             names = ", ".join(t.name for t in self.agent.tools)
             return Prepared(call, None, {}, f"Error: unknown tool '{call.name}'. Available tools: {names}")
@@ -233,11 +238,12 @@ class BatchRunner:
 
     def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
         self.answered.add(item.call.id)
-        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": outcome.output}, outcome.status)
+        output = self.agent.cap_tool_output(outcome.output)  # one huge result must not fill the window
+        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": output}, outcome.status)
         return ToolFinished(
             item.call.id,
             item.call.name,
-            outcome.output,
+            output,
             outcome.is_error,
             outcome.status,
             outcome.elapsed,

@@ -85,6 +85,30 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Compacting:
+    """A compaction started: the model is summarising the older history (it takes a while)."""
+
+    trigger: Literal["auto", "manual", "overflow"]
+    tokens: int
+    """The estimated prompt size that made it necessary."""
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The older history was replaced by a summary; the recent messages stay verbatim."""
+
+    tokens_before: int
+    tokens_after: int
+    trigger: Literal["auto", "manual", "overflow"]
+    """`auto`: the prompt passed the threshold; `manual`: `/compact`; `overflow`: the server
+    refused the request as too long (it is retried once)."""
+    summarised: int
+    """Messages folded into the summary."""
+    kept: int
+    """Recent messages kept verbatim."""
+
+
+@dataclass(frozen=True)
 class Error:
     """The turn could not go on (network, auth, bad model). History stays valid."""
 
@@ -93,9 +117,13 @@ class Error:
 
 @dataclass(frozen=True)
 class TurnEnd:
-    """The turn is over. `reason` tells why."""
+    """The turn is over. `reason` tells why.
 
-    reason: Literal["done", "interrupted", "rejected", "error", "max_steps"]
+    `max_turns`: the model made `max_turns` requests in this turn; `length`: the answer was
+    cut at the output limit; `loop`: the model repeated the same tool call and was stopped.
+    """
+
+    reason: Literal["done", "interrupted", "rejected", "error", "max_turns", "length", "loop"]
     final_text: str = ""
 
 
@@ -108,6 +136,8 @@ Event = (
     | TasksUpdated
     | Notice
     | Usage
+    | Compacting
+    | Compacted
     | Error
     | TurnEnd
 )

@@ -2,13 +2,19 @@
 
 Output formats:
 - `text`: the final answer only; notices and errors go to stderr.
-- `json`: one object at the end (`result`, `is_error`, `session_id`, `usage`, `tasks`).
+- `json`: one object at the end (`result`, `is_error`, `reason`, `session_id`, `usage`
+  with the context's share of the window, `tasks`).
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
-result says how to allow them. Exit status: 0 done, 1 error, 130 interrupted.
+result says how to allow them. A compaction prints one line to stderr.
 Text that reaches a terminal (the answer, errors, notices) is sanitised like the TUI's:
 escape sequences from the model or the server are removed, never run; JSON output
 carries the text exactly, with every control character escaped.
+
+Exit status (`reason`): 0 done; 1 error (or a rejected call); 3 `max_turns` (stopped
+after `--max-turns` model requests); 4 `length` (the answer was cut at the output limit);
+5 `loop` (the repeated-call guard stopped the model); 130 interrupted; 141 the reader of
+stdout went away. (2 is a usage or configuration error, from `tui/cli.py`.)
 """
 
 from __future__ import annotations
@@ -19,13 +25,13 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from .events import Error, Event, Notice, TasksUpdated, TurnEnd, Usage
+from .events import Compacted, Error, Event, Notice, TasksUpdated, TurnEnd, Usage
 from .runtime import Runtime
 from .tasks import render_tasks
 from .terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "interrupted": 130}
+EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 130}
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -56,6 +62,12 @@ class _Tally:
             self.completion_tokens += event.completion_tokens
         elif isinstance(event, TurnEnd):
             self.end = event
+        elif isinstance(event, Compacted):
+            print(
+                f"todo-agent: compacted the conversation ({event.trigger}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
+                file=self.err,
+            )
         elif isinstance(event, TasksUpdated) and self.print_tasks:
             listing = render_tasks(event.tasks)
             if listing != self.last_listing:  # per-call attribution updates change no line here
@@ -118,8 +130,20 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
                 "reason": reason,
                 "errors": tally.errors,
                 "session_id": runtime.session.id,
-                "usage": {"prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
+                "usage": _usage(runtime, tally),
                 "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
             }
         )
     return PIPE_CLOSED if output.closed else code
+
+
+def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:
+    """Tokens the run spent, and how full the context is now (share of the window, 0–1)."""
+    used, window = runtime.context_usage()
+    return {
+        "prompt_tokens": tally.prompt_tokens,
+        "completion_tokens": tally.completion_tokens,
+        "context_tokens": used,
+        "context_window": window,
+        "context_share": round(used / window, 3) if window else None,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .model import Message
+from .tools.base import strict_json
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
@@ -33,7 +34,9 @@ def repair_history(history: Sequence[Message]) -> tuple[list[Message], list[str]
 
     Every assistant tool call gets a reply right after its message (missing ones are
     answered `cancelled`); `tool` messages that answer no pending call (orphans left by
-    a damaged file, duplicates) are dropped. Used when a session is loaded.
+    a damaged file, duplicates) are dropped; tool-call arguments that are not valid JSON
+    (a cut-off call stored by an older version) become `{}`, since servers answer HTTP
+    500 to every request that replays them. Used when a session is loaded.
     """
     repaired: list[Message] = []
     notes: list[str] = []
@@ -55,8 +58,35 @@ def repair_history(history: Sequence[Message]) -> tuple[list[Message], list[str]
                 notes.append(f"dropped a tool result that answers no pending call ({call_id!r})")
             continue
         close_pending()
-        repaired.append(message)
-        if message.get("role") == "assistant":
-            pending.extend(str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict))
+        fixed = _with_valid_arguments(message) if message.get("role") == "assistant" else message
+        if fixed is not message:
+            notes.append("invalid tool-call arguments replaced by {}")
+        repaired.append(fixed)
+        if fixed.get("role") == "assistant":
+            pending.extend(str(c.get("id")) for c in fixed.get("tool_calls") or [] if isinstance(c, dict))
     close_pending()
     return repaired, notes
+
+
+def _with_valid_arguments(message: Message) -> Message:
+    """`message` itself, or a copy whose tool calls all carry valid JSON arguments."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or all(_valid_arguments(c) for c in calls):
+        return message
+    fixed = [
+        c if _valid_arguments(c) else {**c, "function": {**(c.get("function") or {}), "arguments": "{}"}} for c in calls
+    ]
+    return {**message, "tool_calls": fixed}
+
+
+def _valid_arguments(call: object) -> bool:
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return True  # not a shape this can fix; left to the server to judge
+    arguments = call["function"].get("arguments")
+    if not isinstance(arguments, str):
+        return False
+    try:
+        strict_json(arguments)
+    except ValueError:  # JSONDecodeError too; NaN and Infinity are not JSON either
+        return False
+    return True

@@ -1,9 +1,16 @@
 """The agent turn: an async generator of events.
 
-One turn: append the prompt; then, until the model stops calling tools, run the
-`before_request` providers, call the model, and run the response's tool calls as one
-batch. History is valid for the API after every step: each assistant tool call gets a
-`tool` reply (results, errors, denials, cancellations) before the next request.
+One turn: append the prompt; then, until the model stops calling tools, compact the
+history if the prompt would pass the threshold, run the `before_request` providers, call
+the model, and run the response's tool calls as one batch. History is valid for the API
+after every step: each assistant tool call gets a `tool` reply (results, errors, denials,
+cancellations) before the next request.
+
+Long work: token use comes from the server's `usage` or an estimate (`core/tokens.py`);
+past `compact_threshold` of the window, or when the server refuses a request as too long
+(then the request is retried once), the older history is summarised (`core/compaction.py`).
+A turn ends for a stated reason: done, `max_turns` requests, an answer cut at the output
+limit, or the repeated-call guard (`core/guards.py`).
 
 Interrupting (`Agent.interrupt()`) cancels whatever the turn awaits (model stream,
 approval, tools; a running Bash is killed with its process group); the turn then
@@ -15,16 +22,18 @@ events (the TUI pumps it into a queue: `tui/turns.py`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from . import compaction
 from .batch import BatchRunner
 from .events import (
     AssistantMessage,
+    Compacted,
+    Compacting,
     Error,
     Event,
     Notice,
@@ -33,20 +42,39 @@ from .events import (
     TurnEnd,
     Usage,
 )
+from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
 from .history import missing_replies
-from .lifecycle import Lifecycle, TurnState
-from .model import ChatModel, Message, ModelError, ModelResponse, ScriptError, ToolCall
+from .lifecycle import CompactInfo, Lifecycle, TurnState
+from .model import (
+    ChatModel,
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ScriptError,
+    ToolCall,
+)
 from .permissions import Approver, PermissionPolicy
-from .session import Session
+from .session import CompactionMark, Session
+from .tokens import ContextBudget, TokenCounter
 from .tools.base import Tool, strict_json
 
 log = logging.getLogger(__name__)
 
 
+Trigger = Literal["auto", "manual", "overflow"]
+
+MAX_TOOL_OUTPUT = 100_000
+"""Characters of one tool result kept in history at most, whatever the window."""
+MIN_TOOL_OUTPUT = 2_000
+
+
 @dataclass
 class AgentOptions:
-    max_steps: int = 200
-    """Model requests per user turn before the agent stops and asks the person."""
+    max_turns: int = 200
+    """Model requests per user turn before the agent stops (`--max-turns`, `max_turns`)."""
+    repeat_limit: int = 5
+    """Identical tool calls in a row that count as a loop (`max_repeated_calls`; 0: off)."""
     stream_retries: int = 2
     """Extra attempts after a response that failed part-way (cut off, server error)."""
     retry_delay: float = 1.0
@@ -67,9 +95,17 @@ class Agent:
     options: AgentOptions = field(default_factory=AgentOptions)
     history: list[Message] = field(default_factory=list)
     busy: bool = False
+    budget: ContextBudget = field(default_factory=ContextBudget)
+    counter: TokenCounter = field(default_factory=TokenCounter)
     context_tokens: int = 0
-    """Prompt plus completion tokens of the latest response: how full the context is."""
+    """Prompt plus completion tokens of the latest response (or the estimated size of the
+    history, after a resume or a compaction): how full the context is."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
+    _max_tokens: int = field(default=0, repr=False)
+    """`max_tokens` of the latest request."""
+    _compact_floor: int = field(default=0, repr=False)
+    """After a compaction that could not get below the threshold: the size the prompt must
+    grow past before the next automatic one (so it does not run on every request)."""
     _interrupting: bool = field(default=False, repr=False)
     _partial: list[str] = field(default_factory=list, repr=False)
     """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
@@ -79,17 +115,51 @@ class Agent:
     def __post_init__(self) -> None:
         if self.session is not None:
             self.history = self.session.messages
+        if self.history:  # a resumed session: its size, before any request measures it
+            self.context_tokens = self.prompt_estimate()
 
     # --- public ---------------------------------------------------------------------
 
     async def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
         """Run one user turn. Consume with `async with aclosing(agent.run_turn(p))`."""
+        async for event in self._run(self._turn(prompt)):
+            yield event
+
+    async def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
+        """Compact the history now (`/compact [focus]`); ends with `TurnEnd("done")` or
+        `TurnEnd("error")`. Interrupting it leaves the history as it was."""
+        async for event in self._run(self._compact_now(focus)):
+            yield event
+
+    def prompt_estimate(self) -> int:
+        """Tokens the next request would take, as the server would count them."""
+        return self.counter.prompt_tokens(self._messages(), self._schemas())
+
+    def prefix_tokens(self) -> int:
+        """The fixed part of every request: system prompt and tool schemas."""
+        return self.counter.estimate(self._messages()[:1], self._schemas())
+
+    def cap_tool_output(self, text: str) -> str:
+        """A tool result as it enters history: cut in the middle when one result alone would
+        take more than half the room the window leaves (2,000–100,000 characters)."""
+        room = self.budget.room(self.prefix_tokens())
+        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 2 * self.counter.chars_per_token)))
+        if len(text) <= limit:
+            return text
+        head = limit * 2 // 3
+        note = (
+            f"\n[… {len(text) - limit:,} characters cut from the middle: this result is too long for the context "
+            "window. Read it in smaller pieces (Read with offset and limit, Grep, a narrower command) …]\n"
+        )
+        return text[:head] + note + text[len(text) - (limit - head) :]
+
+    async def _run(self, body: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
         if self.busy:
             raise RuntimeError("a turn is already running")
         self.busy, self._interrupting = True, False
         self._task = asyncio.current_task()
         try:
-            async for event in self._turn(prompt):
+            async for event in body:
                 yield event
         except asyncio.CancelledError:
             if not self._interrupting or self._task is None:
@@ -110,13 +180,11 @@ class Agent:
     # --- the turn -------------------------------------------------------------------
 
     async def _turn(self, prompt: str) -> AsyncIterator[Event]:
-        self.append({"role": "user", "content": prompt})
-        continuations = 0
-        for _ in range(self.options.max_steps):
-            for message in self.lifecycle.collect_before_request(self.history):
-                self.append(message)
+        turn = _Turn({"role": "user", "content": prompt}, RepeatGuard(self.options.repeat_limit))
+        self.append(turn.prompt)
+        for _ in range(self.options.max_turns):
             response: ModelResponse | None = None
-            async for item in self._call_model():
+            async for item in self._step(turn):
                 if isinstance(item, ModelResponse):
                     response = item
                 else:
@@ -124,44 +192,110 @@ class Agent:
             if response is None:
                 yield TurnEnd("error")
                 return
+            turn.answered = True
             calls = self._record_assistant(response)
             yield AssistantMessage(response.content, len(calls))
             if not calls:
-                follow_up = self.lifecycle.check_turn_end(TurnState(self.history, continuations))
-                if follow_up is None:
-                    yield TurnEnd("done", response.content)
+                ending = self._answered(turn, response)
+                if ending:
+                    for event in ending:
+                        yield event
                     return
-                continuations += 1
-                self.append({"role": "user", "content": follow_up})
                 continue
-            self._batch = BatchRunner(self, calls)
+            verdict = turn.guard.check(calls)
+            if verdict == "stop":
+                for message in missing_replies(self.history, STOPPED_CALL):
+                    self.append(message, "cancelled")
+                yield Notice(stop_notice(calls, turn.guard.count), "warning")
+                yield TurnEnd("loop")
+                return
+            cut = response.finish_reason == "length"
+            refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
+            self._batch = BatchRunner(self, calls, refused)
             async for event in self._batch.run():
                 yield event
             if self._batch.rejected:
                 yield TurnEnd("rejected")
                 return
-        yield Notice(f"stopped after {self.options.max_steps} model requests in one turn", "warning")
-        yield TurnEnd("max_steps")
+        yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
+        yield TurnEnd("max_turns")
 
-    async def _call_model(self) -> AsyncIterator[Event | ModelResponse]:
-        """One model request, retried when a response fails part-way."""
-        schemas = [tool.schema() for tool in self.tools]
+    def _answered(self, turn: _Turn, response: ModelResponse) -> list[Event] | None:
+        """The model answered without tool calls: how the turn ends, or None to go on."""
+        if response.finish_reason == "length":
+            return [Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning"), TurnEnd("length", response.content)]
+        follow_up = self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
+        if follow_up is None:
+            return [TurnEnd("done", response.content)]
+        turn.continuations += 1
+        self.append({"role": "user", "content": follow_up})
+        return None
+
+    async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
+        """One model request: compact if due, append reminders, ask. A request the server
+        refuses as too long is retried once after compacting."""
+        if self._compaction_due():
+            async for event in self._compact("auto"):
+                yield event
+        overflow: list[ContextOverflowError] = []
+        for attempt in (1, 2):
+            async for item in self._ask(turn, overflow):
+                yield item
+            if not overflow or attempt == 2:
+                break
+            for event in self._learn_window(overflow[-1]):
+                yield event
+            compacted = False
+            async for event in self._compact("overflow"):
+                compacted = compacted or isinstance(event, Compacted)
+                yield event
+            if not compacted:
+                break
+        if overflow:  # refused again, or could not compact
+            yield Error(
+                f"the conversation does not fit the model's context window ({overflow[-1].message}): use /compact "
+                f"(optionally saying what to keep) or /new to start over{self._drop_unsent(turn)}"
+            )
+
+    async def _ask(self, turn: _Turn, overflow: list[ContextOverflowError]) -> AsyncIterator[Event | ModelResponse]:
+        """Reminders, the fit check, the request. A refusal as too long is put in `overflow`."""
+        overflow.clear()
+        for message in self.lifecycle.collect_before_request(self.history):
+            self.append(message)
+        if (problem := self.budget.prefix_problem(self.prefix_tokens())) is not None:
+            yield Error(problem + self._drop_unsent(turn))
+            return
+        async for item in self._call_model():
+            if isinstance(item, ContextOverflowError):
+                overflow.append(item)
+            else:
+                yield item
+
+    async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
+        """One model request, retried when a response fails part-way. A refusal as too
+        long is handed back (not retried here: the history must shrink first)."""
+        schemas = self._schemas()
         for attempt in range(1, self.options.stream_retries + 2):
             self._partial = []
-            messages = [{"role": "system", "content": self.system_prompt}, *self.history]
+            messages = self._messages()
+            self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
-                async for item in self.model.stream(messages, schemas):
+                async for item in self.model.stream(messages, schemas, max_tokens=self._max_tokens):
                     if isinstance(item, str):
                         self._partial.append(item)
                         yield TextDelta(item)
                         continue
                     self._partial = []
-                    usage = self._usage(item, messages)
+                    usage = self._usage(item, messages, schemas)
                     self.context_tokens = usage.prompt_tokens + usage.completion_tokens
                     yield usage
                     yield item
                     return
                 raise ModelError("the model stream ended without a response", retryable=True)
+            except ContextOverflowError as exc:
+                self._partial = []
+                yield exc
+                return
             except ModelError as exc:
                 if not exc.retryable or attempt > self.options.stream_retries:
                     self._partial = []
@@ -180,6 +314,82 @@ class Agent:
                 self._partial = []
                 yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
+
+    # --- compaction -----------------------------------------------------------------
+
+    def _compaction_due(self) -> bool:
+        return len(self.history) > 1 and self.prompt_estimate() > max(self.budget.trigger, self._compact_floor)
+
+    async def _compact_now(self, focus: str) -> AsyncIterator[Event]:
+        compacted = False
+        async for event in self._compact("manual", focus):
+            compacted = compacted or isinstance(event, Compacted)
+            yield event
+        yield TurnEnd("done" if compacted else "error")
+
+    async def _compact(self, trigger: Trigger, focus: str = "") -> AsyncIterator[Event]:
+        """Summarise the older history; yields `Compacted`, or an error notice and changes nothing."""
+        before = self.prompt_estimate()
+        for event in await self.lifecycle.notify_before_compact(CompactInfo(trigger, focus, before)):
+            yield event
+        yield Compacting(trigger, before)
+        try:
+            result = await compaction.compact(
+                self.model, self.history, self._compaction_limits(), self.counter.message_tokens, focus
+            )
+        except (compaction.CompactionError, ScriptError) as exc:
+            yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
+            return
+        except Exception as exc:  # a summary that fails in a way nobody foresaw must not cost the session
+            log.exception("compaction failed")
+            yield Notice(f"could not compact the conversation ({type(exc).__name__}: {exc}); it is unchanged", "error")
+            return
+        summary = result.history[0]
+        self.counter.forget()
+        after = self.counter.prompt_tokens([*self._messages()[:1], *result.history], self._schemas())
+        mark = CompactionMark(before, after, trigger, result.summarised, str(summary["content"]))
+        if self.session is not None:
+            self.session.compact(summary, result.kept, mark)
+        else:
+            self.history[:] = result.history
+        self.context_tokens = after
+        self._compact_floor = after + max(256, self.budget.window // 20) if after > self.budget.trigger else 0
+        yield Compacted(before, after, trigger, result.summarised, result.kept)
+
+    def _compaction_limits(self) -> compaction.Limits:
+        room = self.budget.room(self.prefix_tokens())
+        window = self.budget.window
+        summary_tokens = max(200, min(2048, room // 4))
+        slice_tokens = max(500, int((window - summary_tokens - 800) * 0.8))
+        return compaction.Limits(
+            keep_tokens=room * 3 // 10,
+            summary_tokens=summary_tokens,
+            slice_chars=int(slice_tokens * self.counter.chars_per_token),
+        )
+
+    def _learn_window(self, overflow: ContextOverflowError) -> list[Event]:
+        """The server named its window in the refusal: believe it from now on."""
+        if not overflow.window or overflow.window == self.budget.window:
+            return []
+        old, self.budget.window, self.budget.source = self.budget.window, overflow.window, "server"
+        return [Notice(f"the server's context window is {overflow.window:,} tokens, not {old:,}; using it", "warning")]
+
+    def _drop_unsent(self, turn: _Turn) -> str:
+        """A prompt the model never answered because it cannot be sent is taken back out of
+        the history (with the reminders after it), so retrying does not grow every later
+        request. Returns a note for the error message."""
+        if turn.answered:
+            return ""
+        index = next((i for i in range(len(self.history) - 1, -1, -1) if self.history[i] is turn.prompt), None)
+        if index is None:
+            return ""
+        if self.session is not None:
+            self.session.rewind(index)
+        else:
+            del self.history[index:]
+        self.counter.forget()
+        self.context_tokens = self.prompt_estimate()
+        return " (this message was not kept in the conversation; send it again)"
 
     def _record_assistant(self, response: ModelResponse) -> list[ToolCall]:
         """Append the assistant message; tool calls are stored with valid JSON arguments.
@@ -212,6 +422,12 @@ class Agent:
 
     # --- helpers --------------------------------------------------------------------
 
+    def _messages(self) -> list[Message]:
+        return [{"role": "system", "content": self.system_prompt}, *self.history]
+
+    def _schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self.tools]
+
     def append(self, message: Message, status: str | None = None) -> None:
         """Add to history (and the session file). `status` is how a tool call ended."""
         if self.session is not None:
@@ -236,13 +452,26 @@ class Agent:
         events.append(TurnEnd("interrupted"))
         return events
 
-    @staticmethod
-    def _usage(response: ModelResponse, messages: list[Message]) -> Usage:
-        if response.usage is not None:
+    def _usage(self, response: ModelResponse, messages: list[Message], schemas: list[dict[str, Any]]) -> Usage:
+        """The response's usage as the server reported it, else an estimate; either way the
+        counter learns from it."""
+        if response.usage is not None and response.usage.prompt_tokens > 0:
+            self.counter.observe(messages, schemas, response.usage)
             return Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
-        prompt_chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in messages)
         completion_chars = len(response.content) + sum(len(c.arguments) for c in response.tool_calls)
-        return Usage(prompt_chars // 4, max(1, completion_chars // 4), estimated=True)
+        prompt = self.counter.prompt_tokens(messages, schemas)  # still anchored on the last measured count
+        return Usage(prompt, max(1, self.counter.tokens(completion_chars)), estimated=True)
+
+
+@dataclass
+class _Turn:
+    """What one user turn keeps track of."""
+
+    prompt: Message
+    guard: RepeatGuard
+    continuations: int = 0
+    answered: bool = False
+    """Whether the model has answered anything in this turn yet."""
 
 
 def _storable_arguments(raw: str) -> str:

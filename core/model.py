@@ -41,6 +41,21 @@ class ModelError(Exception):
         self.retryable = retryable
 
 
+class ContextOverflowError(ModelError):
+    """The server refused the request because the prompt does not fit its context window.
+
+    OpenAI and vLLM answer HTTP 400 `context_length_exceeded` ("maximum context length
+    is N tokens"), llama.cpp 400 `exceed_context_size_error` with `n_ctx`. `window` and
+    `prompt_tokens` are what the server said, when it said it. The loop compacts the
+    history and retries once.
+    """
+
+    def __init__(self, message: str, *, window: int | None = None, prompt_tokens: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call as the model sent it. `arguments` is the raw text, maybe invalid JSON."""
@@ -76,8 +91,14 @@ class ChatModel(Protocol):
     @property
     def name(self) -> str: ...
 
-    def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        """Yield text deltas, then one `ModelResponse`; raise `ModelError` on failure."""
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        """Yield text deltas, then one `ModelResponse`; raise `ModelError` on failure.
+
+        `max_tokens` caps the response (None: the server's default). A response cut by
+        it ends with `finish_reason == "length"`.
+        """
         ...
 
 
@@ -96,6 +117,15 @@ class ScriptStep:
     """Steps played instead of the rest of the script when the person declines one of
     this step's calls (with or without feedback): a script cannot follow directions, so
     it says so and stops, rather than reporting work that never happened."""
+    finish_reason: str | None = None
+    """None: `tool_calls` or `stop`, as a real server would say."""
+    usage: ModelUsage | None = None
+    no_usage: bool = False
+    """Report no usage at all (like servers that send none), so the loop estimates."""
+    error: str | None = None
+    """`overflow` (a context-window refusal) or `server` (a non-retryable failure)."""
+    window: int | None = None
+    """For `error: overflow`: the window the server names."""
 
 
 REJECTED = "The user rejected"
@@ -112,13 +142,21 @@ class ScriptedModel:
     `arguments` may be an object or a raw string (to script malformed output).
     A step may carry `"on_rejected": [steps...]`, played (and then the script is over)
     when the person declines one of that step's calls.
+    A step may also say what a real server would: `"finish_reason": "length"` (cut at
+    the output limit), `"usage": {"prompt_tokens": n, "completion_tokens": m}` or
+    `"usage": null` (none sent), or `"error": "overflow"` (with `"window"`; a context
+    overflow refusal) / `"error": "server"`, with an optional `"message"`.
     A request that arrives after the last step raises `ScriptError`;
-    `assert_complete()` fails if steps were left unused.
+    `assert_complete()` fails if steps were left unused. Every request's messages, tools
+    and `max_tokens` are recorded.
     """
 
     steps: list[ScriptStep]
     label: str = "script"
     requests: list[list[Message]] = field(default_factory=list)
+    tools_sent: list[int] = field(default_factory=list)
+    """How many tool schemas each request carried (0 for a compaction summary request)."""
+    max_tokens_sent: list[int | None] = field(default_factory=list)
     chunk_size: int = 12
     chunk_delay: float = 0.0
     """Seconds between text chunks, so a demo visibly streams; 0 in tests."""
@@ -173,19 +211,28 @@ class ScriptedModel:
         self._next += 1
         return self.steps[self._next - 1]
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         step = self._step(messages)
         self.requests.append([dict(m) for m in messages])
+        self.tools_sent.append(len(tools))
+        self.max_tokens_sent.append(max_tokens)
+        if step.error == "overflow":
+            raise ContextOverflowError(
+                step.text or "request rejected (HTTP 400): the prompt exceeds the context window", window=step.window
+            )
+        if step.error:
+            raise ModelError(step.text or "server error (HTTP 500): scripted failure")
         for start in range(0, len(step.text), self.chunk_size):
             if self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)
             yield step.text[start : start + self.chunk_size]
-        prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
         yield ModelResponse(
             content=step.text,
             tool_calls=step.tool_calls,
-            finish_reason="tool_calls" if step.tool_calls else "stop",
-            usage=ModelUsage(prompt_tokens=prompt, completion_tokens=max(1, len(step.text) // 4)),
+            finish_reason=step.finish_reason or ("tool_calls" if step.tool_calls else "stop"),
+            usage=None if step.no_usage else step.usage or _scripted_usage(messages, tools, step),
         )
 
 
@@ -198,6 +245,13 @@ def _declined(messages: Sequence[Message]) -> bool:
         if message.get("role") == "tool" and isinstance(content, str) and content.startswith(REJECTED):
             return True
     return False
+
+
+def _scripted_usage(messages: Sequence[Message], tools: Sequence[dict[str, Any]], step: ScriptStep) -> ModelUsage:
+    """A server-like count: the request's JSON at 4 characters a token (as `tests/fake_openai.py` counts)."""
+    prompt = (len(json.dumps(list(messages))) + len(json.dumps(list(tools)))) // 4
+    completion = (len(step.text) + sum(len(c.arguments) for c in step.tool_calls)) // 4
+    return ModelUsage(prompt_tokens=prompt, completion_tokens=max(1, completion))
 
 
 def _parse_step(index: int, raw: Any) -> ScriptStep:
@@ -216,8 +270,29 @@ def _parse_step(index: int, raw: Any) -> ScriptStep:
         text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         call_id = str(call.get("id") or f"call_{index + 1}_{n + 1}")
         calls.append(ToolCall(id=valid_text(call_id), name=valid_text(call["name"]), arguments=text))
+    error = raw.get("error")
+    if error not in (None, "overflow", "server"):
+        raise ScriptError(f'step {index + 1}: "error" must be "overflow" or "server"')
+    usage = raw.get("usage", {})
     rejected = tuple(_parse_step(index, step) for step in branch)
-    return ScriptStep(text=valid_text(str(raw.get("text") or "")), tool_calls=tuple(calls), on_rejected=rejected)
+    return ScriptStep(
+        text=valid_text(str(raw.get("message") or "") if error else str(raw.get("text") or "")),
+        tool_calls=tuple(calls),
+        finish_reason=str(raw["finish_reason"]) if raw.get("finish_reason") else None,
+        usage=_parse_usage(index, usage) if usage else None,
+        no_usage=usage is None,
+        error=error,
+        window=int(raw["window"]) if isinstance(raw.get("window"), int) else None,
+        on_rejected=rejected,
+    )
+
+
+def _parse_usage(index: int, raw: Any) -> ModelUsage:
+    if not isinstance(raw, dict) or not all(
+        isinstance(raw.get(k), int) for k in ("prompt_tokens", "completion_tokens")
+    ):
+        raise ScriptError(f'step {index + 1}: "usage" needs integer prompt_tokens and completion_tokens')
+    return ModelUsage(prompt_tokens=raw["prompt_tokens"], completion_tokens=raw["completion_tokens"])
 
 
 def create_model(

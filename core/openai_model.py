@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,16 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, C
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
-from .model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
+from .model import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelUsage,
+    StreamItem,
+    ToolCall,
+    valid_text,
+)
 from .redact import mask_url, redact
 
 _CONNECT_TIMEOUT = 10.0
@@ -59,6 +69,9 @@ class OpenAIChatModel:
             shown = mask_url(base_url or "")
             raise ModelError(redact(f"cannot use base URL {shown!r}: {exc}", base_url)) from exc
         self._send_stream_options = True
+        self._token_param: str | None = "max_tokens"
+        """How the output limit is sent: `max_tokens` (OpenAI-compatible servers),
+        `max_completion_tokens` (OpenAI's newer models refuse the former), or not at all."""
         self._generated_ids = 0
 
     @staticmethod
@@ -83,18 +96,27 @@ class OpenAIChatModel:
         """Release the HTTP connection pool."""
         await self._client.close()
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`
-        (whose message never shows a credential from the base URL)."""
+        (whose message never shows a credential from the base URL), a `ContextOverflowError`
+        when the server refuses the prompt as too long."""
         try:
-            async for item in self._stream(messages, tools):
+            async for item in self._stream(messages, tools, max_tokens):
                 yield item
+        except ContextOverflowError as exc:
+            raw = self._raw_base_url or str(self._client.base_url)
+            message = redact(exc.message, raw)
+            raise ContextOverflowError(message, window=exc.window, prompt_tokens=exc.prompt_tokens) from exc
         except ModelError as exc:
             raw = self._raw_base_url or str(self._client.base_url)
             raise ModelError(redact(exc.message, raw), retryable=exc.retryable) from exc
 
-    async def _stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        stream = await self._open(messages, tools)
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> AsyncIterator[StreamItem]:
+        stream = await self._open(messages, tools, max_tokens)
         assembler = _Assembler()
         async with stream:  # closes the HTTP response on cancellation, errors and early exit
             try:
@@ -113,6 +135,8 @@ class OpenAIChatModel:
                     ) from exc
                 # The answer was complete; only the trailing usage chunk or [DONE] was lost.
             except openai.APIError as exc:
+                if (overflow := _overflow(exc)) is not None:
+                    raise overflow from exc
                 raise ModelError(f"the server reported an error mid-stream: {_detail(exc)}", retryable=True) from exc
         yield assembler.finish(self._next_id)
 
@@ -121,11 +145,11 @@ class OpenAIChatModel:
         return f"call_{self._generated_ids}"
 
     async def _open(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         try:
             async with asyncio.timeout(self._first_byte_timeout):
-                return await self._open_with_fallback(messages, tools)
+                return await self._open_with_fallback(messages, tools, max_tokens)
         except TimeoutError:
             raise ModelError(
                 f"{self.base_url} sent nothing for {self._first_byte_timeout:g} s after the request (it may be "
@@ -133,38 +157,53 @@ class OpenAIChatModel:
             ) from None
 
     async def _open_with_fallback(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         try:
-            try:
-                return await self._create_once_more_if_dropped(messages, tools)
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if not (self._send_stream_options and _mentions_stream_options(exc)):
-                    raise
-                # Some servers reject stream_options (400, or 422 from strict schemas); asked
-                # without it they answer normally, only without usage.
-                self._send_stream_options = False
-                return await self._create(messages, tools)
+            for _ in range(2):
+                try:
+                    return await self._create_once_more_if_dropped(messages, tools, max_tokens)
+                except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                    if not self._adapt(exc):
+                        raise
+            return await self._create_once_more_if_dropped(messages, tools, max_tokens)
         except openai.APIError as exc:
             raise self._error(exc) from exc
 
     async def _create_once_more_if_dropped(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         try:
-            return await self._create(messages, tools)
+            return await self._create(messages, tools, max_tokens)
         except openai.APIConnectionError as exc:
             if isinstance(exc, openai.APITimeoutError) or _could_not_connect(exc):
                 raise
-            return await self._create(messages, tools)  # the server had closed a pooled connection
+            return await self._create(messages, tools, max_tokens)  # the server had closed a pooled connection
+
+    def _adapt(self, exc: openai.APIError) -> bool:
+        """Drop or rename a parameter the server refused; True when the request may be retried."""
+        text = f"{exc.message} {exc.body}".lower()
+        if self._send_stream_options and ("stream_options" in text or "include_usage" in text):
+            # Some servers reject stream_options (400, or 422 from strict schemas); asked
+            # without it they answer normally, only without usage.
+            self._send_stream_options = False
+            return True
+        if self._token_param == "max_tokens" and "max_completion_tokens" in text and "max_tokens" in text:
+            self._token_param = "max_completion_tokens"  # OpenAI's reasoning models
+            return True
+        if self._token_param is not None and self._token_param in text and _overflow(exc) is None:
+            self._token_param = None  # a server that will not take an output limit at all
+            return True
+        return False
 
     async def _create(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         # The history goes in `extra_body`, sent as it is: `messages=` would be walked
         # message by message by the SDK's request transform, ~0.35 ms each on the event
         # loop (0.7 s of frozen UI per request in a 2,000-message session). It is already
         # plain JSON in the API's shape.
+        limit = max_tokens or openai.omit
         return await self._client.chat.completions.create(
             model=self._model,
             messages=cast(Iterable[ChatCompletionMessageParam], []),
@@ -172,11 +211,16 @@ class OpenAIChatModel:
             tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
+            max_tokens=limit if self._token_param == "max_tokens" else openai.omit,
+            max_completion_tokens=limit if self._token_param == "max_completion_tokens" else openai.omit,
         )
 
     def _error(self, exc: openai.APIError) -> ModelError:
         """One line a person can act on, for any failure before the stream starts;
-        `retryable` when asking again later may work (the loop retries it in view)."""
+        `retryable` when asking again later may work (the loop retries it in view).
+        A refusal of the prompt as too long is a `ContextOverflowError`."""
+        if (overflow := _overflow(exc)) is not None:
+            return overflow
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
             return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}", retryable=True)
         if isinstance(exc, openai.APIStatusError):
@@ -324,14 +368,6 @@ def _worth_retrying(exc: openai.APIStatusError) -> bool:
     return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
 
 
-def _explained(error: ModelError) -> bool:
-    """A failure whose message says what to change: the same request cannot succeed."""
-    return (
-        error.message.startswith(("the server cannot use tools", "quota exceeded"))
-        or "answered with a web page" in error.message
-    )
-
-
 def _is_web_page(exc: openai.APIStatusError) -> bool:
     """An HTML answer: the URL points at a web server, not at an OpenAI-compatible API."""
     kind = exc.response.headers.get("content-type", "")
@@ -352,9 +388,51 @@ def _could_not_connect(exc: openai.APIConnectionError) -> bool:
     return False
 
 
-def _mentions_stream_options(exc: openai.APIError) -> bool:
-    text = f"{exc.message} {exc.body}".lower()
-    return "stream_options" in text or "include_usage" in text
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_OVERFLOW_WORDS = (
+    "maximum context length",  # OpenAI, vLLM
+    "context length exceeded",
+    "exceeds the available context size",  # llama.cpp
+    "exceed_context_size",
+    "context window",
+    "prompt is too long",  # Anthropic-style proxies
+    "input is too long",
+    "too many tokens",
+)
+_WINDOW_PATTERNS = (
+    re.compile(r"maximum context length is (\d+)"),
+    re.compile(r"context (?:size|length|window) (?:is |of )?(\d+)"),
+)
+
+
+def _overflow(exc: openai.APIError) -> ContextOverflowError | None:
+    """The server's "your prompt is too long for my context window", in any dialect; else None.
+
+    OpenAI: 400 `code: context_length_exceeded`, "This model's maximum context length is
+    128000 tokens…"; vLLM: 400, the same words; llama.cpp: 400 `type:
+    exceed_context_size_error` with `n_ctx` and `n_prompt_tokens`; others: similar words.
+    """
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.APIConnectionError) or (status is not None and status not in (400, 413, 422)):
+        return None
+    body = exc.body if isinstance(exc.body, dict) else {}
+    codes = {str(body.get("code") or ""), str(body.get("type") or ""), str(exc.code or ""), str(exc.type or "")}
+    text = f"{exc.message} {body.get('message') or ''}".lower()
+    if not (codes & _OVERFLOW_CODES or any(word in text for word in _OVERFLOW_WORDS)):
+        return None
+    window = body.get("n_ctx") if isinstance(body.get("n_ctx"), int) else None
+    if window is None:
+        found = next((m for p in _WINDOW_PATTERNS if (m := p.search(text))), None)
+        window = int(found.group(1)) if found else None
+    prompt = body.get("n_prompt_tokens") if isinstance(body.get("n_prompt_tokens"), int) else None
+    size = f" ({prompt:,} tokens)" if prompt else ""
+    where = f" of {window:,} tokens" if window else ""
+    said = f"HTTP {status}: {_detail(exc)}" if status else _detail(exc)
+    return ContextOverflowError(
+        f"the prompt{size} exceeds the model's context window{where} ({said})",
+        window=window,
+        prompt_tokens=prompt,
+    )
 
 
 def _detail(exc: openai.APIError) -> str:

@@ -7,8 +7,12 @@ alone (no flags, no counters) whether to append a reminder:
    log once, with the list (even when nothing is unfinished any more, and even right
    after a task-tool call: it is news the model cannot have seen).
 2. Nothing unfinished: nothing.
-3. The history holds no task-tool call and no earlier reminder (a resumed or compacted
-   session): `This is the current task list for this session` and the list.
+3. The history holds no task-tool call and no earlier reminder (a resumed session):
+   `This is the current task list for this session` and the list. After a compaction
+   only what was appended since counts: the summary message says how many messages after
+   it were kept verbatim, and task-tool calls or reminders among those were made before
+   the compaction, so the very next request after a compaction always carries the list
+   (this is how the plan survives compaction, and a resume of a compacted session).
 4. Otherwise count the assistant messages after the latest one that called a task tool,
    or after the latest reminder. When that count reaches `interval` (0 turns this rule
    off): `You have not updated the task list in the last N steps` and the list. So with
@@ -27,6 +31,7 @@ progress it asks once per user turn to finish it or set it back to pending.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +49,32 @@ STALE = "You have not updated the task list in the last"
 USER_EDITED = "The user edited the task list:"
 UNFINISHED = "You still have unfinished tasks:"
 HEADERS = (NOT_VISIBLE, STALE, USER_EDITED, UNFINISHED)
+
+
+COMPACTED = "This conversation was compacted"
+"""How a compaction summary message starts (inside the reminder tags); see `core/compaction.py`."""
+_KEPT = re.compile(r"the (\d+) message\(s\) after this one")
+
+
+def compaction_kept(message: Message) -> int | None:
+    """For a compaction summary message: how many messages after it were kept verbatim."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return None
+    if not content.startswith(f"{OPEN_TAG}\n{COMPACTED}"):
+        return None
+    first_line = content.split("\n", 2)[1]
+    found = _KEPT.search(first_line)
+    return int(found.group(1)) if found else 0
+
+
+def since_compaction(history: Sequence[Message]) -> Sequence[Message]:
+    """The messages appended after the latest compaction (all of them when there was none)."""
+    for index in range(len(history) - 1, -1, -1):
+        kept = compaction_kept(history[index])
+        if kept is not None:
+            return history[index + 1 + kept :]
+    return history
 
 
 def wrap(text: str) -> str:
@@ -76,9 +107,10 @@ def calls_task_tool(message: Message) -> bool:
 
 
 def steps_since_task_list(history: Sequence[Message]) -> int | None:
-    """Assistant messages after the latest task-tool call or reminder; None when neither is there."""
+    """Assistant messages after the latest task-tool call or reminder; None when neither is
+    there (counting only what came after the latest compaction)."""
     steps = 0
-    for message in reversed(history):
+    for message in reversed(since_compaction(history)):
         if calls_task_tool(message) or is_task_reminder(message):
             return steps
         if message.get("role") == "assistant":

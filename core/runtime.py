@@ -3,6 +3,8 @@
 Both front ends (the TUI and headless `-p`) build a `Runtime` and drive its `agent`.
 Creating a runtime is fast and never imports `openai`: the model client is built on
 first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
+`warm_up()` first asks a configured server about itself (`core/server_info.py`): its
+context window, when no `context_window` is set, and its model, when none was chosen.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from .loop import Agent, AgentOptions
 from .model import ChatModel, Message, StreamItem, create_model
 from .permissions import Approver, PermissionPolicy
 from .reminders import task_reminder_provider, unfinished_stop_check
+from .server_info import ServerInfo, probe
 from .session import Session, SessionInfo, find_session, latest_session, list_sessions
 from .settings import Config
 from .tasks import TaskStore, attribution_observer
+from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
 from .tools import bash, files, search
 from .tools.base import Tool
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
@@ -52,8 +56,10 @@ class LazyModel:
             )
         return self._model
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        async for item in self.get().stream(messages, tools):
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        async for item in self.get().stream(messages, tools, max_tokens=max_tokens):
             yield item
 
 
@@ -62,12 +68,31 @@ def build_tools(tasks_version: str) -> list[Tool]:
     return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *task_tools]
 
 
+NO_TOOLS_TEMPLATE = (
+    "this server's chat template cannot call tools; start llama-server with --jinja and a tool-capable template"
+)
+
+
+def initial_budget(config: Config) -> ContextBudget:
+    """The window from the settings, else a default until the server says (`warm_up`)."""
+    source: WindowSource = "setting" if config.context_window else "default"
+    window = config.context_window or (DEFAULT_WINDOW if config.base_url else OPENAI_DEFAULT_WINDOW)
+    return ContextBudget(
+        window=window, source=source, threshold=config.compact_threshold, max_output=config.max_output_tokens
+    )
+
+
 class Runtime:
     def __init__(self, config: Config, session: Session, approver: Approver | None, model: LazyModel) -> None:
         files.sweep_unfinished_writes()  # temporary files of Writes a kill -9 cut short
         self.config = config
         self.approver = approver
         self.model = model
+        self.budget = initial_budget(config)
+        self.counter = TokenCounter()
+        self.server: ServerInfo | None = None
+        self.server_notices: list[Notice] = []
+        """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self.permissions = PermissionPolicy.from_strings(
             config.workspace, config.permission_mode, config.allow, config.deny
         )
@@ -113,16 +138,30 @@ class Runtime:
     def startup_notices(self) -> list[Notice]:
         notices = [Notice(describe_loaded(self.system, self.config.workspace)), Notice(f"date {self.system.date}")]
         if self.history:
-            notices.append(Notice(f"resumed session {self.session.id} ({len(self.history)} messages)"))
+            notices.append(Notice(self._resumed_notice()))
         notices += [Notice(w, "warning") for w in (*self.config.warnings, *self.session.warnings)]
         if self.config.project_allow:  # a cloned repository's rules: say what they let through
             notices.append(Notice("project settings allow: " + ", ".join(self.config.project_allow), "warning"))
         if self.store.warning:
             notices.append(Notice(self.store.warning, "warning"))
+        if self.budget.source == "setting" and (problem := self.fit_problem()) is not None:
+            notices.append(Notice(problem, "error"))
         return notices
 
+    def _resumed_notice(self) -> str:
+        tokens = self.agent.context_tokens
+        text = f"resumed session {self.session.id} ({len(self.history)} messages, about {tokens:,} tokens)"
+        if tokens > self.budget.trigger:
+            text += "; it is compacted before the next request"
+        return text
+
     def context_usage(self) -> tuple[int, int | None]:
-        return self.agent.context_tokens, self.config.context_window
+        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`)."""
+        return self.agent.context_tokens, self.budget.window
+
+    def fit_problem(self) -> str | None:
+        """Why the window cannot hold the fixed prompt plus room to work, when it cannot."""
+        return self.budget.prefix_problem(self.agent.prefix_tokens())
 
     def list_sessions(self) -> list[SessionInfo]:
         return list_sessions(self.config.workspace)
@@ -143,10 +182,36 @@ class Runtime:
         self.agent.approver = approver
 
     def warm_up(self) -> None:
+        """Ask the server about itself (once), then build the model client. Blocking: the
+        TUI runs it in a thread after the first frame, headless mode before the turn."""
+        if self.server is None and self.config.base_url and not self.config.scripted:
+            self.server = probe(self.config.base_url, self.config.api_key)
+            self.server_notices = self._apply_server_info(self.server)
         self.model.get()
+
+    def _apply_server_info(self, info: ServerInfo) -> list[Notice]:
+        notices: list[Notice] = []
+        if not self.config.model_chosen and info.model_ids:
+            self.config.model = info.model_ids[0]  # read by the client built next, and the status line
+            if len(info.model_ids) > 1:
+                offered = ", ".join(info.model_ids[:5]) + (", …" if len(info.model_ids) > 5 else "")
+                notices.append(
+                    Notice(f"the server offers {len(info.model_ids)} models ({offered}); using "
+                           f"{info.model_ids[0]} (choose with --model)", "warning")
+                )  # fmt: skip
+        window = info.window_for(self.config.model)
+        if window and self.budget.source != "setting":
+            self.budget.window, self.budget.source = window, "server"
+            notices.append(Notice(f"context window {window:,} tokens (from the server)"))
+            if (problem := self.fit_problem()) is not None:
+                notices.append(Notice(problem, "error"))
+        if info.supports_tool_calls is False:
+            notices.append(Notice(NO_TOOLS_TEMPLATE, "warning"))
+        return notices
 
     def set_model(self, spec: str) -> None:
         self.config.model = spec
+        self.config.model_chosen = True
         self.model = LazyModel(self.config)
         self.agent.model = self.model
 
@@ -166,6 +231,7 @@ class Runtime:
         self.agent = self._make_agent()
 
     def _make_agent(self) -> Agent:
+        self.counter.forget()
         lifecycle = Lifecycle(
             before_request=[task_reminder_provider(self.store, self.config.reminder_interval)],
             turn_end=[unfinished_stop_check(self.store)],
@@ -182,5 +248,7 @@ class Runtime:
             # The API key variables stay out of every command's environment.
             extras={"tasks": self.store, "hidden_env": frozenset({"OPENAI_API_KEY", self.config.api_key_env})},
             lifecycle=lifecycle,
-            options=AgentOptions(),
+            options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
+            budget=self.budget,
+            counter=self.counter,
         )

@@ -3,8 +3,18 @@
 Layout: `<root>/sessions/<project>/<id>.jsonl` and `<id>.tasks.json`, where `<root>`
 is `$TODO_AGENT_HOME` or the platform's user data dir and `<project>` names the
 working directory (its basename and a short hash of the full path).
-Line 1 is a header `{"type": "session", ...}`; every further line is
-`{"type": "message", "message": {...}}`, appended and flushed as it happens.
+Line 1 is a header `{"type": "session", ..., "title": first prompt}`; every further line
+is appended and flushed as it happens, and is one of:
+
+- `{"type": "message", "message": {...}, "status"?: ...}`: one chat message.
+- `{"type": "compaction", "summary": {...}, "kept": K, "tokens_before": …, "tokens_after": …,
+  "trigger": …, "summarised": N}`: from here on the history is the summary message followed
+  by the last K messages before this line. The messages before stay in the file, so the
+  full transcript can still be shown above a "compacted here" marker.
+- `{"type": "rewind", "length": N}`: the history is cut back to its first N messages (a
+  prompt that could not be sent is not kept to grow every later request).
+
+Sessions written before compaction existed have only message lines and load as before.
 Transcripts hold everything the model read: `sessions/` and each project folder are
 private (0700) and every file in them is created 0600.
 
@@ -37,6 +47,8 @@ from .reminders import OPEN_TAG
 HEADER_TYPE = "session"
 NEAREST = 3
 """How many sessions an unknown id's error offers."""
+_TITLE_SCAN_LINES = 20
+"""Lines the picker reads at most (for sessions whose header has no title)."""
 
 
 def data_root() -> Path:
@@ -78,8 +90,25 @@ class SessionInfo:
     id: str
     title: str
     updated: float
-    message_count: int
+    size: int
+    """Bytes on disk: the picker reads headers, never whole transcripts."""
     path: Path
+
+
+@dataclass(frozen=True)
+class CompactionMark:
+    """Where the history was compacted, for drawing the full transcript with a marker."""
+
+    tokens_before: int
+    tokens_after: int
+    trigger: str
+    summarised: int
+    """Messages folded into the summary."""
+    summary: str
+    """The summary message's text."""
+
+
+TranscriptItem = Message | CompactionMark
 
 
 class SessionError(Exception):
@@ -92,6 +121,9 @@ class Session:
     path: Path
     messages: list[Message] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    transcript: list[TranscriptItem] = field(default_factory=list)
+    """Everything that happened, for display: every message ever appended, in order, and a
+    `CompactionMark` where a compaction replaced the history. `messages` is what the model sees."""
     tool_status: dict[str, str] = field(default_factory=dict)
     """tool_call_id → ok | error | denied | cancelled, for rebuilding the conversation.
 
@@ -179,24 +211,79 @@ class Session:
         if record is None:
             self.warnings.append(f"skipped unreadable line {number} in session {self.id}")
             return
-        if record.get("type") != "message":
+        kind = record.get("type")
+        if kind == "compaction":
+            if not self._load_compaction(record):
+                self.warnings.append(f"skipped an unreadable compaction record (line {number}) in session {self.id}")
+            return
+        if kind == "rewind":
+            length = record.get("length")
+            if isinstance(length, int) and 0 <= length <= len(self.messages):
+                self._cut(length)
+            return
+        if kind != "message":
             return  # the header, or a record kind this version does not know
         message = record.get("message")
         if not _is_message(message):
             self.warnings.append(f"skipped line {number} in session {self.id}: not a message this version can use")
             return
         self.messages.append(message)
+        self.transcript.append(message)
         if isinstance(record.get("status"), str) and message.get("role") == "tool":
             self.tool_status[str(message.get("tool_call_id"))] = record["status"]
+
+    def _load_compaction(self, record: dict[str, Any]) -> bool:
+        summary, kept = record.get("summary"), record.get("kept")
+        if not _is_message(summary) or not isinstance(kept, int) or not 0 <= kept <= len(self.messages):
+            return False
+        numbers = [record.get(k) for k in ("tokens_before", "tokens_after", "summarised")]
+        before, after, summarised = (n if isinstance(n, int) else 0 for n in numbers)
+        mark = CompactionMark(before, after, str(record.get("trigger") or ""), summarised, str(summary.get("content")))
+        self._replace(summary, kept, mark)
+        return True
+
+    def _replace(self, summary: Message, kept: int, mark: CompactionMark) -> None:
+        tail = self.messages[len(self.messages) - kept :]
+        self.messages[:] = [summary, *tail]  # in place: the agent holds this very list
+        self.transcript.append(mark)
+
+    def _cut(self, length: int) -> None:
+        dropped = {id(m) for m in self.messages[length:]}
+        del self.messages[length:]
+        self.transcript[:] = [item for item in self.transcript if id(item) not in dropped]
 
     def append(self, message: Message, status: str | None = None) -> None:
         """Add a message; `status` (tool replies only) says how the call ended."""
         self.messages.append(message)
+        self.transcript.append(message)
         record: dict[str, Any] = {"type": "message", "message": message}
         if status is not None and message.get("role") == "tool":
             self.tool_status[str(message.get("tool_call_id"))] = status
             record["status"] = status
         self._write_line(record)
+
+    def compact(self, summary: Message, kept: int, mark: CompactionMark) -> None:
+        """Replace the history with `summary` and its last `kept` messages, and record it."""
+        if not 0 <= kept <= len(self.messages):
+            raise ValueError(f"cannot keep {kept} of {len(self.messages)} messages")
+        record = {
+            "type": "compaction",
+            "summary": summary,
+            "kept": kept,
+            "tokens_before": mark.tokens_before,
+            "tokens_after": mark.tokens_after,
+            "trigger": mark.trigger,
+            "summarised": mark.summarised,
+        }
+        self._write_line(record)
+        self._replace(summary, kept, mark)
+
+    def rewind(self, length: int) -> None:
+        """Cut the history back to its first `length` messages, and record it."""
+        if not 0 <= length <= len(self.messages):
+            raise ValueError(f"cannot rewind {len(self.messages)} messages to {length}")
+        self._write_line({"type": "rewind", "length": length})
+        self._cut(length)
 
     def _apply_repair(self, repaired: list[Message], original: bytes, header: bytes | None) -> None:
         """Make the repair permanent, so it happens once, not on every load.
@@ -210,7 +297,8 @@ class Session:
             for message in trailing:
                 self.append(message, "cancelled")
             return
-        self.messages = repaired
+        self.messages[:] = repaired
+        self.transcript[:] = repaired  # a rewritten file holds the current history only
         try:
             with open(self.path.with_name(self.path.name + ".bak"), "wb", opener=_private_opener) as backup:
                 backup.write(original)
@@ -249,17 +337,19 @@ class Session:
     def _write_line(self, record: dict[str, Any]) -> None:
         """Append one record; SessionError (one line) when the disk is full or read-only."""
         try:
-            self._append(_dump(record))
+            self._append(_dump(record), _prompt_title(record.get("message")))
         except OSError as exc:
             self._close_handle()
             raise SessionError(f"cannot save session {self.id} to {self.path}: {exc.strerror or exc}") from exc
 
-    def _append(self, line: str) -> None:
+    def _append(self, line: str, title: str = "") -> None:
         if self._handle is None or self._handle.closed:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
             self._handle = os.fdopen(fd, "a", encoding="utf-8")
         if self._pending_header is not None:
             header, self._pending_header = self._pending_header, None
+            if title:
+                header["title"] = title  # the picker reads this line only
             self._handle.write(_dump(header) + "\n")
         self._handle.write(line + "\n")
         self._handle.flush()
@@ -340,9 +430,7 @@ def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo
     directory = project_dir(workspace, root)
     if not directory.is_dir():
         return []
-    infos = [
-        info for p in directory.glob("*.jsonl") if (info := _info(p)).message_count
-    ]  # empty ones: nothing to resume
+    infos = [info for p in directory.glob("*.jsonl") if (info := _info(p)).size]  # empty ones: nothing to resume
     return sorted(infos, key=lambda i: (i.updated, i.id), reverse=True)
 
 
@@ -380,21 +468,34 @@ def latest_session(workspace: Path, root: Path | None = None) -> Path | None:
     return sessions[0].path if sessions else None
 
 
+def _prompt_title(message: Any) -> str:
+    """A message's text as a session title, if it is something the person typed."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return ""
+    content = message.get("content")
+    if not isinstance(content, str) or content.startswith(OPEN_TAG):
+        return ""
+    return " ".join(content.split())[:80]
+
+
 def _info(path: Path) -> SessionInfo:
-    title, count = "", 0
+    """What the picker shows, from the header (or, for older sessions, the first lines)."""
+    title, has_messages = "", False
     try:
         with path.open("rb") as f:
-            for line in f:
+            for number, line in enumerate(f):
+                if number >= _TITLE_SCAN_LINES or (title and has_messages):
+                    break
                 record = _parse_record(line)
-                message = record.get("message") if record is not None else None
-                if not _is_message(message):
+                if record is None:
                     continue
-                count += 1
-                content = message.get("content")
-                is_prompt = message.get("role") == "user" and isinstance(content, str)
-                if not title and is_prompt and not str(content).startswith(OPEN_TAG):
-                    title = " ".join(str(content).split())[:80]
-        updated = path.stat().st_mtime
+                if record.get("type") == HEADER_TYPE:
+                    title = str(record.get("title") or "")
+                elif record.get("type") in ("message", "compaction"):
+                    has_messages = True
+                    title = title or _prompt_title(record.get("message"))
+        stat = path.stat()
+        updated, size = stat.st_mtime, stat.st_size
     except OSError:
-        updated = 0.0
-    return SessionInfo(path.stem, title or "(empty)", updated, count, path)
+        updated, size = 0.0, 0
+    return SessionInfo(path.stem, title or "(empty)", updated, size if has_messages else 0, path)

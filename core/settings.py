@@ -34,6 +34,9 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "api_key_env": str,
     "context_window": int,
     "compact_threshold": (int, float),
+    "max_output_tokens": int,
+    "max_turns": int,
+    "max_repeated_calls": int,
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
     "tasks": str,
@@ -164,6 +167,11 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
     "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
     "first_byte_timeout": _when(lambda v: v > 0, "'first_byte_timeout' must be a number of seconds > 0"),
+    "context_window": _when(lambda v: v >= 512, "'context_window' must be >= 512 tokens"),
+    "compact_threshold": _when(lambda v: 0.1 <= v <= 0.95, "'compact_threshold' must be between 0.1 and 0.95"),
+    "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
+    "max_turns": _when(lambda v: v >= 1, "'max_turns' must be >= 1"),
+    "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
     "ui": _check_ui,
     "permissions": _check_permissions,
     "hooks": _check_hooks,
@@ -183,9 +191,18 @@ class Config:
     tasks_version: TaskVersion = "v2"
     reminder_interval: int = 6
     context_window: int | None = None
+    """Tokens; None: ask the server (`core/server_info.py`), else a default (`core/tokens.py`)."""
     compact_threshold: float = 0.8
     first_byte_timeout: float = 60.0
     """Seconds to wait for a server to start answering a request."""
+    max_output_tokens: int | None = None
+    """`max_tokens` of each response; None: a quarter of the window, 256 to 8192."""
+    max_turns: int = 200
+    """Model requests in one user turn before the agent stops."""
+    max_repeated_calls: int = 5
+    """Identical tool calls in a row that stop a turn as a loop; 0 turns the guard off."""
+    model_chosen: bool = False
+    """Whether a flag, variable or setting named the model (else a server's own may be used)."""
     task_panel: PanelPlace = "right"
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
@@ -233,9 +250,12 @@ def load_config(
     config.base_url = env.get("OPENAI_BASE_URL") or config.base_url
     config.model = env.get("TODO_AGENT_MODEL") or config.model
     config.model = flags.get("model", config.model)
+    config.model_chosen = "model" in merged or bool(env.get("TODO_AGENT_MODEL")) or "model" in flags
     config.base_url = flags.get("base_url", config.base_url) or None
     config.permission_mode = cast(PermissionMode, flags.get("permission_mode", config.permission_mode))
     config.tasks_version = cast(TaskVersion, flags.get("tasks", config.tasks_version))
+    config.context_window = flags.get("context_window", config.context_window)
+    config.max_turns = flags.get("max_turns", config.max_turns)
     return config
 
 
@@ -285,6 +305,9 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.context_window = data.get("context_window", config.context_window)
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
     config.first_byte_timeout = float(data.get("first_byte_timeout", config.first_byte_timeout))
+    config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
+    config.max_turns = data.get("max_turns", config.max_turns)
+    config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))

@@ -58,11 +58,13 @@ class PausedAt:
     def name(self) -> str:
         return self.model.name
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         if self.model.used == self.pause_at:
             self.reached.set()
             await self.release.wait()
-        async for item in self.model.stream(messages, tools):
+        async for item in self.model.stream(messages, tools, max_tokens=max_tokens):
             yield item
 
 

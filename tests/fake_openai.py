@@ -22,7 +22,8 @@ Script items (dicts):
   delta), `tool_delta_content` (`""` or `null`: a `content` key on every tool-call delta,
   like llama.cpp), `stall` (after the content, keep the stream open until the client goes
   away).
-- `{"http_error": 500, "message": "...", "headers": {...}}`: that status with a JSON error body.
+- `{"http_error": 500, "message": "...", "headers": {...}}`: that status with a JSON error body;
+  `"error_body": {...}` sends that object as the body's `error` instead (a server's own shape).
 - `{"cut_off": true, "text": "...", "clean": false}`: stream some text, then end without a
   finish_reason or `[DONE]`; `clean` ends the HTTP body properly, otherwise the connection
   drops mid-body.
@@ -33,11 +34,26 @@ Script items (dicts):
 - `{"drop": true}`: read the request and close the connection without a word, as llama.cpp
   does to a request on a kept-alive connection it has already closed.
 
+Server-wide options (`FakeOpenAIServer(..., option=...)`):
+
+- `context_limit=N`: a server with a small context window. Any chat request whose prompt
+  counts more than N tokens (`count_tokens`: its messages and tools as JSON, 4 characters a
+  token) is refused with HTTP 400, without using a script item, in `overflow_shape`
+  `"openai"` (`code: context_length_exceeded`, "maximum context length is N tokens") or
+  `"llama"` (llama.cpp's `type: exceed_context_size_error` with `n_ctx`, `n_prompt_tokens`).
+  Answers report usage by the same count, so a client that believes the usage is right.
+- `send_usage=False`: never send usage (some servers do not).
+- `without_tools=ITEM`: every request that carries no tools (a compaction's summary
+  request) is answered with ITEM, any number of times, without using a script item.
+- `props={...}`: served at `GET /props` (llama.cpp's server properties); 404 when None.
+  `model_info={"id": {...}}` adds fields (vLLM's `max_model_len`) to `GET /v1/models` entries.
+
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
 `server.requests`, `server.violations`), from another event loop or a subprocess test with
 `with run_in_thread(items) as server:`, or as a process:
-`python tests/fake_openai.py SCRIPT.json [--record OUT.json]` prints the base URL on its
-first stdout line and serves until SIGTERM/SIGINT.
+`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N]` prints the
+base URL on its first stdout line and serves until SIGTERM/SIGINT. A script file may be
+`{"responses": [...], "without_tools": {...}, "props": {...}}`.
 """
 
 from __future__ import annotations
@@ -78,6 +94,30 @@ _DEFAULT_ERRORS = {
     429: "Rate limit reached, retry later",
     500: "The server had an error while processing your request",
 }
+
+
+def count_tokens(body: Mapping[str, Any]) -> int:
+    """The fake's own token count of a request: its messages and tools as JSON, 4 characters a token."""
+    return (len(json.dumps(body.get("messages"))) + len(json.dumps(body.get("tools") or []))) // 4
+
+
+def overflow_error(shape: str, prompt: int, limit: int) -> dict[str, Any]:
+    """A context-overflow refusal as OpenAI/vLLM or llama.cpp words it."""
+    if shape == "llama":
+        return {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": prompt,
+            "n_ctx": limit,
+        }
+    return {
+        "message": f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+        f"{prompt} tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
 
 
 def validate_request(body: Any) -> list[str]:
@@ -148,6 +188,12 @@ class FakeOpenAIServer:
         check_violations: bool = True,
         retry_after_ms: int | None = 1,
         port: int = 0,
+        context_limit: int | None = None,
+        overflow_shape: str = "openai",
+        send_usage: bool = True,
+        without_tools: Item | None = None,
+        props: Mapping[str, Any] | None = None,
+        model_info: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         """`models`: ids that exist (others get 404); None accepts any model.
 
@@ -160,6 +206,14 @@ class FakeOpenAIServer:
         self.check_violations = check_violations
         self.retry_after_ms = retry_after_ms
         self.port = port
+        self.context_limit = context_limit
+        self.overflow_shape = overflow_shape
+        self.send_usage = send_usage
+        self.without_tools = without_tools
+        self.props = props
+        self.model_info = dict(model_info or {})
+        self.refused = 0
+        """Requests refused as over `context_limit`."""
         self.requests: list[Any] = []
         """Parsed JSON body of every chat-completions POST, in arrival order."""
         self.violations: list[str] = []
@@ -238,8 +292,14 @@ class FakeOpenAIServer:
         path = target.split("?", 1)[0].rstrip("/")
         if method == "GET" and path == "/v1/models":
             ids = self.models if self.models is not None else ["fake-model"]
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in ids]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake", **self.model_info.get(m, {})}
+                for m in ids
+            ]
             await self._send_json(writer, 200, {"object": "list", "data": data})
+            return
+        if method == "GET" and path == "/props" and self.props is not None:
+            await self._send_json(writer, 200, dict(self.props))
             return
         if method != "POST" or path != "/v1/chat/completions":
             await self._send_error(writer, 404, f"no route for {method} {path}")
@@ -264,6 +324,14 @@ class FakeOpenAIServer:
         if self.models is not None and body["model"] not in self.models:
             await self._send_error(writer, 404, f"The model `{body['model']}` does not exist")
             return
+        if self.context_limit is not None and (prompt := count_tokens(body)) > self.context_limit:
+            self.refused += 1
+            error = overflow_error(self.overflow_shape, prompt, self.context_limit)
+            await self._send_json(writer, 400, {"error": error}, self._error_headers(retry=False))
+            return
+        if self.without_tools is not None and not body.get("tools"):
+            await self._stream(body, self.without_tools, reader, writer)
+            return
         if self.used >= len(self.responses):
             message = f"request {number} arrived after the script's {len(self.responses)} responses ran out"
             self.violations.append(message)
@@ -274,7 +342,11 @@ class FakeOpenAIServer:
         if "http_error" in item:
             status = int(item["http_error"])
             message = str(item.get("message") or _DEFAULT_ERRORS.get(status, f"error {status}"))
-            await self._send_error(writer, status, message, extra=item.get("headers"))
+            if "error_body" in item:
+                headers = {**self._error_headers(retry=True), **(item.get("headers") or {})}
+                await self._send_json(writer, status, {"error": item["error_body"]}, headers)
+            else:
+                await self._send_error(writer, status, message, extra=item.get("headers"))
         elif item.get("drop"):
             writer.close()
         elif item.get("stall") and not item.get("text") and not item.get("tool_calls"):
@@ -306,20 +378,25 @@ class FakeOpenAIServer:
         retry: bool = True,
         extra: Mapping[str, str] | None = None,
     ) -> None:
+        headers = {**self._error_headers(retry=retry), **(extra or {})}
+        error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error", "code": None}
+        await self._send_json(writer, status, {"error": error}, headers)
+
+    def _error_headers(self, *, retry: bool) -> dict[str, str]:
         headers: dict[str, str] = {}
         if self.retry_after_ms is not None:
             headers["retry-after-ms"] = str(self.retry_after_ms)
         if not retry:
             headers["x-should-retry"] = "false"
-        headers.update(extra or {})
-        error = {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error", "code": None}
-        await self._send_json(writer, status, {"error": error}, headers)
+        return headers
 
     async def _stream(
         self, body: Mapping[str, Any], item: Item, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Transfer-Encoding: chunked", "Connection: close"]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        if not self.send_usage:
+            item = {**item, "usage": None}
         for event in _events(body, item, len(self.requests)):
             data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
             writer.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -410,7 +487,7 @@ def _call_pieces(item: Item, n: int, call: Mapping[str, Any], size: int) -> list
 def _usage(body: Mapping[str, Any], item: Item, text: str, calls: list[Mapping[str, Any]]) -> dict[str, int] | None:
     if "usage" in item:
         return dict(item["usage"]) if item["usage"] is not None else None
-    prompt = len(json.dumps(body.get("messages"))) // 4
+    prompt = count_tokens(body)
     completion = max(1, (len(text) + len(json.dumps(calls))) // 4)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -490,13 +567,15 @@ def run_in_thread(responses: Sequence[Item] = (), **options: Any) -> ServerThrea
 # --- running as a process ------------------------------------------------------------
 
 
-def load_script(path: str | Path) -> list[Item]:
-    """A script file is a JSON list of items or `{"responses": [...]}`."""
+def load_script(path: str | Path) -> tuple[list[Item], dict[str, Any]]:
+    """A script file is a JSON list of items or `{"responses": [...], ...options}`; returns
+    the items and the server options the file sets (`without_tools`, `props`)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     items = data.get("responses") if isinstance(data, dict) else data
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise SystemExit(f'{path}: expected a list of response objects or {{"responses": [...]}}')
-    return items
+    options = {k: data[k] for k in ("without_tools", "props") if isinstance(data, dict) and k in data}
+    return items, options
 
 
 async def _serve_forever(server: FakeOpenAIServer) -> None:
@@ -517,11 +596,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port to bind (default: any free port)")
     parser.add_argument("--record", help="on exit, write requests, violations and unused count here (JSON)")
     parser.add_argument("--allow-unused", action="store_true", help="do not fail when responses go unused")
+    parser.add_argument("--context-limit", type=int, help="refuse requests over N tokens with HTTP 400")
+    parser.add_argument("--overflow-shape", choices=("openai", "llama"), default="openai")
+    parser.add_argument("--no-usage", action="store_true", help="never report usage")
     args = parser.parse_args(argv)
-    server = FakeOpenAIServer(load_script(args.script), port=args.port, check_unused=not args.allow_unused)
+    items, options = load_script(args.script)
+    server = FakeOpenAIServer(
+        items,
+        port=args.port,
+        check_unused=not args.allow_unused,
+        context_limit=args.context_limit,
+        overflow_shape=args.overflow_shape,
+        send_usage=not args.no_usage,
+        **options,
+    )
     asyncio.run(_serve_forever(server))
     if args.record:
-        record = {"requests": server.requests, "violations": server.violations, "unused": server.unused}
+        record = {
+            "requests": server.requests,
+            "violations": server.violations,
+            "unused": server.unused,
+            "refused": server.refused,
+        }
         Path(args.record).write_text(json.dumps(record, indent=2), encoding="utf-8")
     if problems := server.problems():
         print("fake OpenAI server: " + "; ".join(problems), file=sys.stderr)

@@ -315,7 +315,9 @@ class HangingModel:
     def __init__(self) -> None:
         self.streaming = asyncio.Event()
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         yield "partial answer"
         self.streaming.set()
         await asyncio.Event().wait()
@@ -348,7 +350,9 @@ class FlakyModel:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         self.calls += 1
         if self.calls == 1:
             yield "half"
@@ -486,7 +490,9 @@ class BrokenModel:
 
     name = "broken"
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         yield "par"
         raise KeyError("choices")
 
@@ -506,7 +512,9 @@ class AlwaysCutOff:
 
     name = "always-cut-off"
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         yield "The answer is fo"
         raise ModelError("cut off", retryable=True)
 
@@ -573,7 +581,9 @@ class AlwaysFails:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         self.calls += 1
         raise ModelError("server error (HTTP 503)", retryable=True)
         yield ""  # pragma: no cover  (makes this an async generator)

@@ -15,7 +15,15 @@ import openai
 import pytest
 from fake_openai import FakeOpenAIServer, run_in_thread, validate_request
 
-from todo_agent.core.model import Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall
+from todo_agent.core.model import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelUsage,
+    StreamItem,
+    ToolCall,
+)
 from todo_agent.core.openai_model import OpenAIChatModel
 
 USER: list[Message] = [{"role": "user", "content": "hi"}]
@@ -300,10 +308,21 @@ async def test_malformed_stream_json_is_retryable(make_model: MakeModel) -> None
 
 
 async def test_an_error_event_mid_stream(make_model: MakeModel) -> None:
+    event = json.dumps({"error": {"message": "the model crashed", "code": 500}})
+    async with FakeOpenAIServer([{"raw_events": [event]}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert error.message == "the server reported an error mid-stream: the model crashed"
+    assert error.retryable
+
+
+async def test_a_context_overflow_mid_stream_is_an_overflow(make_model: MakeModel) -> None:
     event = json.dumps({"error": {"message": "the request exceeds the available context size", "code": 500}})
     async with FakeOpenAIServer([{"raw_events": [event]}]) as server:
         _, error = await failure(make_model(server.base_url))
-    assert error.message == "the server reported an error mid-stream: the request exceeds the available context size"
+    assert isinstance(error, ContextOverflowError)
+    assert error.message == (
+        "the prompt exceeds the model's context window (the request exceeds the available context size)"
+    )
 
 
 async def test_bad_key(make_model: MakeModel) -> None:
@@ -529,3 +548,73 @@ async def test_the_history_is_sent_without_the_sdks_per_message_transform(
         await collect(make_model(server.base_url), history)
     assert walked == [0]
     assert server.requests[0]["messages"] == history
+
+
+# --- long work: context overflow and the output limit ---------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["openai", "llama"])
+async def test_a_context_overflow_refusal_is_its_own_error_with_the_window(make_model: MakeModel, shape: str) -> None:
+    async with FakeOpenAIServer([], context_limit=5, overflow_shape=shape) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert isinstance(error, ContextOverflowError)
+    assert error.window == 5
+    assert "exceeds the model's context window of 5 tokens (HTTP 400:" in error.message
+    assert server.refused == 1
+    assert (error.prompt_tokens is not None) == (shape == "llama")  # only llama.cpp says how long it was
+    assert len(server.requests) == 1  # not retried: the prompt must shrink first
+
+
+async def test_llama_cpp_overflow_body_names_prompt_size() -> None:
+    body = {
+        "code": 400,
+        "message": "the request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 8209,
+        "n_ctx": 8192,
+    }
+    async with FakeOpenAIServer([{"http_error": 400, "error_body": body}]) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, api_key=None)
+        _, error = await failure(model)
+        await model.aclose()
+    assert isinstance(error, ContextOverflowError)
+    assert (error.window, error.prompt_tokens) == (8192, 8209)
+    assert error.message.startswith("the prompt (8,209 tokens) exceeds the model's context window of 8,192 tokens")
+
+
+async def test_an_unrelated_400_is_not_an_overflow(make_model: MakeModel) -> None:
+    async with FakeOpenAIServer([{"http_error": 400, "message": "tools[0] is malformed"}]) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert not isinstance(error, ContextOverflowError)
+
+
+async def test_max_tokens_is_sent_and_a_length_cut_is_reported(make_model: MakeModel) -> None:
+    item = {"text": "cut he", "finish_reason": "length"}
+    async with FakeOpenAIServer([item]) as server:
+        model = make_model(server.base_url)
+        items = [i async for i in model.stream(USER, [], max_tokens=16)]
+    response = items[-1]
+    assert isinstance(response, ModelResponse) and response.finish_reason == "length"
+    assert server.requests[0]["max_tokens"] == 16
+
+
+async def test_a_model_that_wants_max_completion_tokens_gets_it(make_model: MakeModel) -> None:
+    refusal = {
+        "http_error": 400,
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+    }
+    async with FakeOpenAIServer([refusal, {"text": "a"}, {"text": "b"}]) as server:
+        model = make_model(server.base_url)
+        await collect_limited(model)
+        await collect_limited(model)
+    assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in server.requests] == [
+        (True, None),
+        (False, 64),
+        (False, 64),
+    ]
+
+
+async def collect_limited(model: OpenAIChatModel) -> None:
+    async for _ in model.stream(USER, [], max_tokens=64):
+        pass

@@ -89,7 +89,7 @@ def test_listing_latest_and_find_by_prefix(workspace: Path, tmp_path: Path) -> N
     os.utime(second.path, (later, later))
     infos = list_sessions(workspace)
     assert [i.id for i in infos] == [second.id, first.id]
-    assert infos[0].title == "second prompt more" and infos[0].message_count == 2
+    assert infos[0].title == "second prompt more" and infos[0].size == second.path.stat().st_size
     assert latest_session(workspace) == second.path
     assert find_session(workspace, first.id) == first.path
     other = tmp_path / "other"

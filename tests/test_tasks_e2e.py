@@ -88,7 +88,8 @@ def test_the_seeds_pagination_flow(workspace: Path) -> None:
 
 def test_a_lazy_model_is_reminded_on_the_seventh_request_and_continued_once(workspace: Path) -> None:
     (workspace / "a.txt").write_text("a\n")
-    reads = [{"tool_calls": [tc("Read", file_path="a.txt")]} for _ in range(6)]
+    # Not six identical calls: that would be a loop (the repeated-call guard stops it at 5).
+    reads = [{"tool_calls": [tc("Read", file_path="a.txt", limit=n + 1)]} for n in range(6)]
     responses = [
         {"tool_calls": [tc("TaskCreate", subject="Look around"), tc("TaskCreate", subject="Report")]},
         {"tool_calls": [tc("TaskUpdate", taskId="1", status="in_progress")]},

@@ -226,8 +226,8 @@ def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path,
 def test_session_picker(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
     base = 1_768_400_000.0
     sessions = [
-        SessionInfo("20260114-101500-ab12", "Add pagination to list_posts", base, 24, Path("a.jsonl")),
-        SessionInfo("20260113-090000-cd34", "Fix the flaky test in test_posts.py", base - 86_400, 1, Path("b.jsonl")),
+        SessionInfo("20260114-101500-ab12", "Add pagination to list_posts", base, 48_213, Path("a.jsonl")),
+        SessionInfo("20260113-090000-cd34", "Fix the flaky test in test_posts.py", base - 86_400, 812, Path("b.jsonl")),
     ]
 
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -151,7 +151,9 @@ class GatedModel:
     name: str = "gated"
     requests: list[Sequence[Message]] = field(default_factory=list)
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         self.requests.append(list(messages))
         yield self.text
         await self.release.wait()

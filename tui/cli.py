@@ -44,12 +44,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     parser.add_argument(
+        "--max-turns", type=_positive, metavar="N", help="stop a turn after N model requests (default 200)"
+    )
+    parser.add_argument(
+        "--context-window", type=_window, metavar="TOKENS", help="the model's context window (default: ask the server)"
+    )
+    parser.add_argument(
         "-c", "--continue", dest="continue_latest", action="store_true", help="resume the latest session"
     )
     parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _window(text: str) -> int:
+    value = _positive(text)
+    if value < 512:
+        raise argparse.ArgumentTypeError("must be at least 512 tokens")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,6 +102,8 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "base_url": args.base_url,
         "permission_mode": args.permission_mode,
         "tasks": args.tasks,
+        "max_turns": args.max_turns,
+        "context_window": args.context_window,
     }
     config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     config.demo = args.demo
@@ -109,6 +134,12 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
         return fail(exc.message)
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
+    if runtime.budget.source != "default" and (problem := runtime.fit_problem()) is not None:
+        runtime.session.close()  # the window cannot hold the fixed prompt: say so instead of a 400
+        return fail(problem)
+    for notice in runtime.server_notices:
+        if notice.level == "warning":
+            print(f"todo-agent: {notice.text}", file=sys.stderr)
     # Bytes, decoded leniently: a prompt piped from a file in another encoding must not crash.
     raw = sys.stdin.buffer.read() if args.prompt == "-" else os.fsencode(args.prompt)
     prompt = raw.decode("utf-8", "replace")

@@ -23,12 +23,21 @@ from ..sanitize import sanitize
 
 def session_label(info: SessionInfo) -> Content:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-    noun = "message" if info.message_count == 1 else "messages"
     return Content.assemble(
         (short(sanitize(info.title) or "(untitled)", 70), "bold"),
         "\n",
-        (f"{when} · {info.message_count} {noun} · {info.id}", "$text-muted"),
+        (f"{when} · {format_size(info.size)} · {info.id}", "$text-muted"),
     )
+
+
+def format_size(size: int) -> str:
+    """`812 B`, `14 KB`, `2.3 MB`: how long a session is, read from its file size (the
+    picker reads no transcripts, so it cannot count messages)."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{round(size / 1024)} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 class SessionsScreen(ModalScreen[str | None]):
