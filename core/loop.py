@@ -321,21 +321,24 @@ class Agent:
         return len(self.history) > 1 and self.prompt_estimate() > max(self.budget.trigger, self._compact_floor)
 
     async def _compact_now(self, focus: str) -> AsyncIterator[Event]:
-        compacted = False
+        failed = False
         async for event in self._compact("manual", focus):
-            compacted = compacted or isinstance(event, Compacted)
+            failed = failed or (isinstance(event, Notice) and event.level == "error")
             yield event
-        yield TurnEnd("done" if compacted else "error")
+        yield TurnEnd("error" if failed else "done")
 
     async def _compact(self, trigger: Trigger, focus: str = "") -> AsyncIterator[Event]:
         """Summarise the older history; yields `Compacted`, or an error notice and changes nothing."""
+        if len(self.history) < 2:
+            yield Notice("nothing to compact yet", "info")
+            return
         before = self.prompt_estimate()
         for event in await self.lifecycle.notify_before_compact(CompactInfo(trigger, focus, before)):
             yield event
         yield Compacting(trigger, before)
         try:
             result = await compaction.compact(
-                self.model, self.history, self._compaction_limits(), self.counter.message_tokens, focus
+                self.model, self.history, self._compaction_limits(trigger), self.counter.message_tokens, focus
             )
         except (compaction.CompactionError, ScriptError) as exc:
             yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
@@ -345,8 +348,12 @@ class Agent:
             yield Notice(f"could not compact the conversation ({type(exc).__name__}: {exc}); it is unchanged", "error")
             return
         summary = result.history[0]
+        after = self.counter.estimate([*self._messages()[:1], *result.history], self._schemas())
+        if after >= before:  # a short history: its summary would take more room, not less
+            self._compact_floor = before + max(256, self.budget.window // 20)
+            yield Notice("nothing to gain from compacting yet: the summary would not be shorter", "info")
+            return
         self.counter.forget()
-        after = self.counter.prompt_tokens([*self._messages()[:1], *result.history], self._schemas())
         mark = CompactionMark(before, after, trigger, result.summarised, str(summary["content"]))
         if self.session is not None:
             self.session.compact(summary, result.kept, mark)
@@ -356,13 +363,19 @@ class Agent:
         self._compact_floor = after + max(256, self.budget.window // 20) if after > self.budget.trigger else 0
         yield Compacted(before, after, trigger, result.summarised, result.kept)
 
-    def _compaction_limits(self) -> compaction.Limits:
+    def _compaction_limits(self, trigger: Trigger) -> compaction.Limits:
+        """Sizes from the room the window leaves: the verbatim tail may hold 30% of it (a
+        quarter of the history at most on `/compact`, which is asked for to free room), the
+        summary a quarter (200–2,048 tokens), and each summary request most of the window."""
         room = self.budget.room(self.prefix_tokens())
+        keep = room * 3 // 10
+        if trigger == "manual":
+            keep = min(keep, sum(self.counter.message_tokens(m) for m in self.history) // 4)
         window = self.budget.window
         summary_tokens = max(200, min(2048, room // 4))
         slice_tokens = max(500, int((window - summary_tokens - 800) * 0.8))
         return compaction.Limits(
-            keep_tokens=room * 3 // 10,
+            keep_tokens=keep,
             summary_tokens=summary_tokens,
             slice_chars=int(slice_tokens * self.counter.chars_per_token),
         )

@@ -181,7 +181,7 @@ async def test_the_reminder_after_compaction_names_the_current_statuses(workspac
 
 
 async def test_an_overflow_refusal_compacts_and_retries_once(workspace: Path) -> None:
-    (workspace / "notes.txt").write_text("short\n")
+    (workspace / "notes.txt").write_text(CHUNK)
     steps = [
         {"tool_calls": [tc("Read", file_path="notes.txt")]},
         {"error": "overflow", "message": "request rejected (HTTP 400): context_length_exceeded", "window": 6000},
@@ -220,6 +220,19 @@ async def test_an_overflow_that_persists_drops_the_unsent_prompt_and_names_the_w
     assert Session.open(runtime.session.path).messages == runtime.history
 
 
+async def test_a_short_history_is_not_compacted_into_something_longer(workspace: Path) -> None:
+    model = Summarising([{"text": "one"}, {"text": "two"}], summary=SUMMARY * 5)
+    runtime = runtime_for(workspace, model)
+    await run(runtime, "first")
+    await run(runtime, "second")
+    before = [dict(m) for m in runtime.history]
+    async with aclosing(runtime.agent.compact()) as stream:
+        events = [e async for e in stream]
+    assert runtime.history == before
+    assert any(isinstance(e, Notice) and "nothing to gain" in e.text for e in events)
+    assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
+
+
 async def test_a_failed_summary_leaves_history_untouched_and_says_so(workspace: Path) -> None:
     model = Summarising([{"text": "one"}, {"text": "two"}], fail=ModelError("server error (HTTP 500): boom"))
     runtime = runtime_for(workspace, model)
@@ -237,7 +250,7 @@ async def test_a_failed_summary_leaves_history_untouched_and_says_so(workspace: 
 
 
 async def test_manual_compaction_with_focus_keeps_the_persons_words(workspace: Path) -> None:
-    model = Summarising([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    model = Summarising([{"text": f"{n}: {CHUNK}"} for n in ("one", "two", "three")])
     runtime = runtime_for(workspace, model)
     for prompt in ("add a --verbose flag to cli.py", "and test it please", "now the docs"):
         await run(runtime, prompt)

@@ -935,9 +935,9 @@ async def test_a_prompt_that_starts_with_a_path_is_sent(workspace: Path) -> None
         await send(pilot, "/usr/lib")
         await turn_done(pilot)
         assert screen.conversation.entries[-1] == AssistantEntry("listing")
-        await send(pilot, "/compact")
+        await send(pilot, "/compcat")
         await pilot.pause()
-        assert notices(app)[-1] == "Unknown command /compact; /help lists them."
+        assert notices(app)[-1] == "Unknown command /compcat; /help lists them."
         assert not any("Unknown command /tmp" in n or "Unknown command /usr" in n for n in notices(app))
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from todo_agent.core.events import (
     AssistantMessage,
+    Compacted,
+    Compacting,
     Error,
     Event,
     Notice,
@@ -49,6 +51,9 @@ class RecordingUI:
 
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         self.calls.append(("usage", (prompt_tokens, completion_tokens, estimated)))
+
+    def set_activity(self, text: str) -> None:
+        self.calls.append(("activity", text))
 
     def turn_ended(self, reason: str) -> None:
         self.calls.append(("ended", reason))
@@ -147,3 +152,12 @@ async def test_a_rejected_tool_call_says_the_turn_stopped() -> None:
 
 async def test_done_adds_no_notice() -> None:
     assert await run(TurnEnd("done")) == [("ended", "done")]
+
+
+async def test_a_compaction_shows_activity_then_a_notice_with_tokens() -> None:
+    calls = await run(Compacting("manual", 6712), Compacted(6712, 2104, "manual", 24, 6), TurnEnd("done"))
+    assert calls[0] == ("activity", "compacting the conversation")
+    notice = calls[1][1]
+    assert isinstance(notice, NoticeEntry)
+    assert notice.text == "compacted the conversation (/compact): 6,712 → 2,104 tokens; 24 messages summarised, 6 kept"
+    assert calls[2] == ("usage", (2104, 0, True))

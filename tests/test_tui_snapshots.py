@@ -27,6 +27,7 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionInfo
 from todo_agent.core.settings import Config
 from todo_agent.core.tasks import Task
+from todo_agent.core.tokens import TokenCounter
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
@@ -235,3 +236,23 @@ def test_session_picker(snap_compare: SnapCompare, demo: tuple[Path, dict[str, A
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_compact_notice(snap_compare: SnapCompare, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Token counts that do not depend on the temporary path inside the system prompt.
+    monkeypatch.setattr(TokenCounter, "prompt_tokens", lambda self, messages, tools=(): 1000 * len(messages))
+    monkeypatch.setattr(TokenCounter, "estimate", lambda self, messages, tools=(): 1000 * len(messages))
+    answer = "Added `--verbose` to cli.py; it sets the log level to DEBUG. " * 8
+    summary = "## Goal\nAdd a --verbose flag to cli.py and document it.\n## Remaining\nDocument the flag."
+    app = make_app(workspace, [answer, "Documented it in README.md.", summary])
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "add a --verbose flag to cli.py")
+        await turn_done(pilot)
+        await send(pilot, "and document it in the README")
+        await turn_done(pilot)
+        await send(pilot, "/compact keep the flag's name")
+        await wait_until(pilot, lambda: "compacted" in main_screen(pilot.app).conversation.entries[-1].text)  # type: ignore[arg-type, union-attr]
+        await turn_done(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -87,7 +87,9 @@ def test_slash_command_completion_and_parsing() -> None:
     parsed = parse("/mode  plan ")
     assert parsed is not None and parsed[0].name == "/mode" and parsed[1] == "plan"
     assert parse("/nope") is None
-    assert "/compact" not in {c.name for c in SLASH_COMMANDS}
+    assert "/compact" in {c.name for c in SLASH_COMMANDS}
+    parsed = parse("/compact keep the API names")
+    assert parsed is not None and parsed[1] == "keep the API names"
 
 
 def _one_call(output: str) -> list[dict[str, object]]:

@@ -18,6 +18,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/todos", "Print the task list into the conversation"),
     SlashCommand("/new", "Start a new session with an empty task list"),
     SlashCommand("/resume", "Pick an earlier session to resume"),
+    SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
     SlashCommand("/mode", "Cycle the permission mode, or set one by name", "[MODE]"),
     SlashCommand("/model", "Show the model, or switch to another", "[NAME]"),
     SlashCommand("/help", "Show commands and keys"),

@@ -12,6 +12,8 @@ from typing import Protocol
 
 from todo_agent.core.events import (
     AssistantMessage,
+    Compacted,
+    Compacting,
     Error,
     Event,
     Notice,
@@ -28,7 +30,7 @@ from todo_agent.core.tasks import Task
 from .transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
 
 TURN_END_NOTICES: dict[str, NoticeEntry] = {
-    # "interrupted" and "max_steps" come with a notice from the core already.
+    # "interrupted", "max_turns", "length" and "loop" come with a notice from the core already.
     "rejected": NoticeEntry("Stopped: you declined the tool call. Tell todo-agent what to do instead.", "warning"),
 }
 
@@ -60,6 +62,9 @@ class ConversationUI(Protocol):
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         """Token use of the last response (the status line shows context use)."""
 
+    def set_activity(self, text: str) -> None:
+        """What the running turn is doing, for the status line."""
+
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
 
@@ -76,7 +81,18 @@ class EventHandler:
     async def handle(self, event: Event) -> None:
         if self._streaming and not isinstance(event, _STREAM_EVENTS):
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
-        await self._dispatch(event)
+        if isinstance(event, Compacting | Compacted):
+            await self._compaction(event)
+        else:
+            await self._dispatch(event)
+
+    async def _compaction(self, event: Compacting | Compacted) -> None:
+        if isinstance(event, Compacting):
+            self.ui.set_activity("compacting the conversation")
+            return
+        await self.ui.add_entry(NoticeEntry(compaction_notice(event)))
+        self.ui.show_usage(event.tokens_after, 0, True)
+        self.ui.set_activity("thinking")
 
     async def _dispatch(self, event: Event) -> None:
         match event:
@@ -120,3 +136,15 @@ class EventHandler:
     async def _end_stream(self) -> None:
         self._streaming = False
         await self.ui.finish_message(None)
+
+
+_TRIGGERS = {"auto": "it passed the threshold", "manual": "/compact", "overflow": "the server refused it as too long"}
+
+
+def compaction_notice(event: Compacted) -> str:
+    """`compacted the conversation (/compact): 6,712 → 2,104 tokens; 24 messages summarised, 6 kept`."""
+    return (
+        f"compacted the conversation ({_TRIGGERS.get(event.trigger, event.trigger)}): "
+        f"{event.tokens_before:,} → {event.tokens_after:,} tokens; "
+        f"{event.summarised} messages summarised, {event.kept} kept"
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from todo_agent.core.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
+from todo_agent.core.session import CompactionMark
 from todo_agent.core.tools.base import short
 
 ToolStatus = Literal["running", "ok", "error", "denied", "cancelled"]
@@ -124,7 +125,7 @@ def guess_status(output: str) -> ToolStatus:
 
 
 def entries_from_history(
-    messages: Iterable[dict[str, Any]],
+    messages: Iterable[dict[str, Any] | CompactionMark],
     *,
     show_reminders: bool = False,
     summarize: Callable[[str, dict[str, Any]], str] | None = None,
@@ -138,10 +139,15 @@ def entries_from_history(
     (`Runtime.summarize`); without it a generic summary is used. `status_of(call_id)` is
     how the call ended as the session recorded it (`Session.tool_status.get`); when it
     has nothing (sessions saved before statuses were kept) the output's wording decides.
+    Given a session's `transcript`, a `CompactionMark` becomes a "compacted here" notice
+    between the full earlier transcript and what came after.
     """
     entries: list[Entry] = []
     tools: dict[str, ToolEntry] = {}
     for message in messages:
+        if isinstance(message, CompactionMark):
+            entries.append(NoticeEntry(compacted_here(message)))
+            continue
         role = message.get("role")
         text = _text_of(message.get("content"))
         if role == "user":
@@ -197,3 +203,11 @@ def output_summary(output: str, status: ToolStatus, limit: int = 100) -> str:
     first = short(lines[0], limit)
     more = len(lines) - 1
     return f"{first}  …(+{more} lines)" if more else first
+
+
+def compacted_here(mark: CompactionMark) -> str:
+    """The marker line where a resumed session was compacted."""
+    return (
+        f"compacted here: from now on the model sees a summary of the {mark.summarised} earlier messages "
+        f"({mark.tokens_before:,} → {mark.tokens_after:,} tokens)"
+    )

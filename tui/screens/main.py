@@ -124,7 +124,7 @@ class MainScreen(Screen[None]):
         """Draw the current session: its history, its notices, its task list."""
         await self.conversation.load(
             entries_from_history(
-                self.runtime.history,
+                self.runtime.session.transcript,  # the full transcript, compactions marked
                 summarize=self.runtime.summarize,
                 status_of=self.runtime.session.tool_status.get,
             )
@@ -174,6 +174,15 @@ class MainScreen(Screen[None]):
         produced, drawn = self._events
         return produced == drawn
 
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_compact(self, focus: str) -> None:
+        """`/compact [focus]`: like a turn (esc interrupts it, the history then stays as it was)."""
+        await self._ready.wait()
+        handler = EventHandler(self)
+        agent = self.runtime.agent
+        async for event in turn_events(lambda: agent.compact(focus)):
+            await handler.handle(event)
+
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
         if worker.group == "warm-up" and state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
@@ -184,13 +193,23 @@ class MainScreen(Screen[None]):
             gc.freeze()
             if state == WorkerState.ERROR:
                 await self.conversation.add(NoticeEntry(f"The model client could not start: {worker.error}", "error"))
-            elif self.initial_prompt:
+                return
+            await self._server_known()
+            if self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
         elif worker.group == "turn" and state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             # The state the message carries, not the worker's now: a RUNNING message read
             # after the worker failed (a busy machine) would finish the turn twice.
             await self._turn_finished(worker)
+
+    async def _server_known(self) -> None:
+        """What the warm-up learnt from the server: its model's name, its window, warnings."""
+        self.status.set_model(self.runtime.model_name)
+        self.status.set_context(*self.runtime.context_usage())
+        notices, self.runtime.server_notices = self.runtime.server_notices, []  # said once
+        for notice in notices:
+            await self.conversation.add(NoticeEntry(notice.text, notice.level))
 
     async def _turn_finished(self, worker: Worker[None]) -> None:
         if worker.state == WorkerState.ERROR:
@@ -250,6 +269,9 @@ class MainScreen(Screen[None]):
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         self.status.set_context(*self.runtime.context_usage())
 
+    def set_activity(self, text: str) -> None:
+        self.status.set_activity(text)
+
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")
 
@@ -299,6 +321,8 @@ class MainScreen(Screen[None]):
                 await self._new_session()
             case "/resume":
                 self._pick_session()
+            case "/compact":
+                self._compact(argument)
             case "/mode":
                 await self._set_mode(argument)
             case "/model":
@@ -319,6 +343,12 @@ class MainScreen(Screen[None]):
         self.runtime.new_session()
         await self._show_session()
         await self.conversation.add(NoticeEntry(f"new session {self.runtime.session.id}"))
+
+    def _compact(self, focus: str) -> None:
+        if self._refuse_while_busy("compact"):
+            return
+        self.status.busy = True
+        self._turn = self.run_compact(focus)
 
     def _pick_session(self) -> None:
         if self._refuse_while_busy("switch sessions"):
