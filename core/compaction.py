@@ -72,7 +72,10 @@ class Compaction:
 @dataclass(frozen=True)
 class Limits:
     keep_tokens: int
-    """The recent tail kept verbatim may hold up to this many tokens."""
+    """The recent tail kept verbatim may hold up to this many tokens…"""
+    latest_tokens: int
+    """…except that the latest message (with the tool replies after it) is kept whenever it
+    fits this many: the model has usually not even answered it yet."""
     summary_tokens: int
     """`max_tokens` of each summary request."""
     slice_chars: int
@@ -86,7 +89,7 @@ async def compact(
     model: ChatModel, history: Sequence[Message], limits: Limits, count: Counter, focus: str = ""
 ) -> Compaction:
     """Summarise the older part of `history`; raise `CompactionError` (history untouched)."""
-    start = split_point(history, limits.keep_tokens, count)
+    start = split_point(history, limits.keep_tokens, count, latest_tokens=limits.latest_tokens)
     older, tail = list(history[:start]), list(history[start:])
     if not older:
         raise CompactionError("nothing to compact yet")
@@ -96,14 +99,15 @@ async def compact(
     return Compaction([message, *tail], summarised=len(older), kept=len(tail), requests=requests)
 
 
-def split_point(history: Sequence[Message], keep_tokens: int, count: Counter) -> int:
+def split_point(history: Sequence[Message], keep_tokens: int, count: Counter, *, latest_tokens: int = 0) -> int:
     """Where the kept tail starts: the longest tail within `keep_tokens` that starts at a
-    message other than a `tool` reply. At least one message is always summarised; when not
-    even the last message fits, everything is (the tail is empty)."""
+    message other than a `tool` reply; the latest such message and its replies are kept
+    anyway when they fit `latest_tokens`. At least one message is always summarised; when
+    nothing fits, everything is (the tail is empty)."""
     best, total = len(history), 0
     for index in range(len(history) - 1, 0, -1):
         total += count(history[index])
-        if total > keep_tokens:
+        if total > (keep_tokens if best < len(history) else max(keep_tokens, latest_tokens)):
             break
         if history[index].get("role") != "tool":
             best = index

@@ -141,9 +141,10 @@ class Agent:
 
     def cap_tool_output(self, text: str) -> str:
         """A tool result as it enters history: cut in the middle when one result alone would
-        take more than half the room the window leaves (2,000–100,000 characters)."""
+        take more than a third of the room the window leaves (2,000–100,000 characters), so
+        a few results fit between compactions and the latest one is always kept verbatim."""
         room = self.budget.room(self.prefix_tokens())
-        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 2 * self.counter.chars_per_token)))
+        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * self.counter.chars_per_token)))
         if len(text) <= limit:
             return text
         head = limit * 2 // 3
@@ -365,8 +366,9 @@ class Agent:
 
     def _compaction_limits(self, trigger: Trigger) -> compaction.Limits:
         """Sizes from the room the window leaves: the verbatim tail may hold 30% of it (a
-        quarter of the history at most on `/compact`, which is asked for to free room), the
-        summary a quarter (200–2,048 tokens), and each summary request most of the window."""
+        quarter of the history at most on `/compact`, which is asked for to free room) and
+        half if that is what the latest message takes, the summary a quarter (200–2,048
+        tokens), and each summary request most of the window."""
         room = self.budget.room(self.prefix_tokens())
         keep = room * 3 // 10
         if trigger == "manual":
@@ -376,6 +378,7 @@ class Agent:
         slice_tokens = max(500, int((window - summary_tokens - 800) * 0.8))
         return compaction.Limits(
             keep_tokens=keep,
+            latest_tokens=room // 2,
             summary_tokens=summary_tokens,
             slice_chars=int(slice_tokens * self.counter.chars_per_token),
         )

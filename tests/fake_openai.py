@@ -214,6 +214,8 @@ class FakeOpenAIServer:
         self.model_info = dict(model_info or {})
         self.refused = 0
         """Requests refused as over `context_limit`."""
+        self.refused_requests: list[int] = []
+        """Their indexes in `requests`."""
         self.requests: list[Any] = []
         """Parsed JSON body of every chat-completions POST, in arrival order."""
         self.violations: list[str] = []
@@ -326,6 +328,7 @@ class FakeOpenAIServer:
             return
         if self.context_limit is not None and (prompt := count_tokens(body)) > self.context_limit:
             self.refused += 1
+            self.refused_requests.append(len(self.requests) - 1)
             error = overflow_error(self.overflow_shape, prompt, self.context_limit)
             await self._send_json(writer, 400, {"error": error}, self._error_headers(retry=False))
             return
