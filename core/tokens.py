@@ -37,8 +37,27 @@ MIN_WORKING_ROOM = 1024
 WindowSource = Literal["setting", "server", "default"]
 
 
+_MESSAGE_OVERHEAD = 8
+"""Characters' worth of role markers and separators a chat template adds per message."""
+_CALL_OVERHEAD = 24
+
+
 def message_chars(message: Message | dict[str, Any]) -> int:
-    return len(json.dumps(message, ensure_ascii=False))
+    """The characters a message puts in the prompt: its text and its tool calls' names and
+    arguments, as the chat template renders them (not JSON-escaped). Cheap: no encoding,
+    so estimating a resumed 2,000-message history takes milliseconds."""
+    content = message.get("content")
+    if isinstance(content, str):
+        chars = len(content)
+    elif isinstance(content, list):
+        chars = sum(len(str(part.get("text", ""))) for part in content if isinstance(part, dict))
+    else:
+        chars = 0
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            chars += _CALL_OVERHEAD + len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+    return chars + _MESSAGE_OVERHEAD
 
 
 @dataclass
