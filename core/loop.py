@@ -253,9 +253,10 @@ class Agent:
             if not compacted:
                 break
         if overflow:  # refused again, or could not compact
+            dropped = self._drop_unsent(turn)
             yield Error(
                 f"the conversation does not fit the model's context window ({overflow[-1].message}): use /compact "
-                f"(optionally saying what to keep) or /new to start over{self._drop_unsent(turn)}"
+                f"(optionally saying what to keep) or /new to start over{dropped}"
             )
 
     async def _ask(self, turn: _Turn, overflow: list[ContextOverflowError]) -> AsyncIterator[Event | ModelResponse]:
@@ -264,7 +265,8 @@ class Agent:
         for message in self.lifecycle.collect_before_request(self.history):
             self.append(message)
         if (problem := self.budget.prefix_problem(self.prefix_tokens())) is not None:
-            yield Error(problem + self._drop_unsent(turn))
+            dropped = self._drop_unsent(turn)
+            yield Error(problem + dropped)
             return
         async for item in self._call_model():
             if isinstance(item, ContextOverflowError):
