@@ -386,7 +386,9 @@ class Agent:
         )
 
     def _learn_window(self, overflow: ContextOverflowError) -> list[Event]:
-        """The server named its window in the refusal: believe it from now on."""
+        """The server named its window (or the prompt's size) in the refusal: believe it."""
+        if overflow.prompt_tokens:
+            self.counter.calibrate(self._messages(), self._schemas(), overflow.prompt_tokens)
         if not overflow.window or overflow.window == self.budget.window:
             return []
         old, self.budget.window, self.budget.source = self.budget.window, overflow.window, "server"

@@ -139,9 +139,15 @@ class TokenCounter:
         if usage is None or usage.prompt_tokens <= 0:
             self._anchor = None
             return
-        chars = sum(message_chars(m) for m in messages) + (len(json.dumps(list(tools))) if tools else 0)
-        self.chars_per_token = min(8.0, max(1.0, chars / usage.prompt_tokens))
+        self.calibrate(messages, tools, usage.prompt_tokens)
         self._anchor = (len(messages), usage.prompt_tokens + usage.completion_tokens)
+
+    def calibrate(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], prompt_tokens: int) -> None:
+        """Re-measure characters per token from a count the server gave without an answer
+        (llama.cpp's refusal names the prompt's size)."""
+        chars = sum(message_chars(m) for m in messages) + (len(json.dumps(list(tools))) if tools else 0)
+        if prompt_tokens > 0:
+            self.chars_per_token = min(8.0, max(1.0, chars / prompt_tokens))
 
     def forget(self) -> None:
         """The history was replaced (compaction, rewind): the last count no longer applies."""
