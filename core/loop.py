@@ -368,19 +368,19 @@ class Agent:
 
     def _compaction_limits(self, trigger: Trigger) -> compaction.Limits:
         """Sizes from the room the window leaves: the verbatim tail may hold 30% of it (a
-        quarter of the history at most on `/compact`, which is asked for to free room) and
-        half if that is what the latest message takes, the summary a quarter (200–2,048
+        quarter of the history at most on `/compact`, which is asked for to free room), or
+        half of it if that is what the latest message takes (not on `/compact`), the summary a quarter (200–2,048
         tokens), and each summary request most of the window."""
         room = self.budget.room(self.prefix_tokens())
-        keep = room * 3 // 10
+        keep, latest = room * 3 // 10, room // 2
         if trigger == "manual":
-            keep = min(keep, sum(self.counter.message_tokens(m) for m in self.history) // 4)
+            keep = latest = min(keep, sum(self.counter.message_tokens(m) for m in self.history) // 4)
         window = self.budget.window
         summary_tokens = max(200, min(2048, room // 4))
         slice_tokens = max(500, int((window - summary_tokens - 800) * 0.8))
         return compaction.Limits(
             keep_tokens=keep,
-            latest_tokens=room // 2,
+            latest_tokens=latest,
             summary_tokens=summary_tokens,
             slice_chars=int(slice_tokens * self.counter.chars_per_token),
         )

@@ -36,7 +36,7 @@ async def test_compact_in_the_app_shows_tokens_before_and_after(workspace: Path)
         runtime = main_screen(app).runtime
         before = runtime.context_usage()[0]
         await send(pilot, "/compact keep the flag name")
-        await wait_until(pilot, lambda: any(n.startswith("compacted the conversation") for n in notices(app)))
+        await wait_until(pilot, lambda: any(n.startswith("compacted the conversation") for n in notices(app)), limit=30)
         await turn_done(pilot)
         notice = next(n for n in notices(app) if n.startswith("compacted the conversation"))
         after = runtime.context_usage()[0]
@@ -56,7 +56,7 @@ async def test_compact_that_fails_leaves_history_untouched(workspace: Path) -> N
         runtime = main_screen(app).runtime
         history = [dict(m) for m in runtime.history]
         await send(pilot, "/compact")
-        await wait_until(pilot, lambda: any("could not compact" in n for n in notices(app)))
+        await wait_until(pilot, lambda: any("could not compact" in n for n in notices(app)), limit=30)
         await turn_done(pilot)
         assert runtime.history == history
         assert any("HTTP 500" in n and "unchanged" in n for n in notices(app))
@@ -141,3 +141,34 @@ async def test_the_servers_own_model_window_and_template_are_used(workspace: Pat
             await turn_done(pilot)
             assert AssistantEntry("hello from the real model") in entries(app)
     assert server.requests[0]["model"] == "qwen2.5-coder-7b"  # not gpt-4o-mini (that would be a 404 here)
+
+
+async def test_a_resumed_compacted_session_shows_the_marker_and_the_same_list(workspace: Path) -> None:
+    long = " ".join(f"step {n} of the plan," for n in range(300))
+    steps: list[Any] = [
+        {"tool_calls": [{"name": "TaskCreate", "arguments": {"subject": s}} for s in ("read", "edit")]},
+        {"tool_calls": [{"name": "TaskUpdate", "arguments": {"taskId": "1", "status": "completed"}}]},
+        f"Read it. {long}",
+        SUMMARY,
+    ]
+    first = make_app(workspace, steps)
+    async with first.run_test(size=SIZE) as pilot:
+        await send(pilot, "plan it")
+        await turn_done(pilot)
+        await send(pilot, "/compact")
+        await wait_until(
+            pilot, lambda: any(n.startswith("compacted the conversation") for n in notices(first)), limit=30
+        )
+        await turn_done(pilot)
+        before = [(t.id, t.subject, t.status) for t in main_screen(first).panel.tasks]
+    assert before == [("1", "read", "completed"), ("2", "edit", "pending")]
+
+    resumed = make_app(workspace, [], continue_latest=True)
+    async with resumed.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = main_screen(resumed)
+        assert [(t.id, t.subject, t.status) for t in screen.panel.tasks] == before
+        assert any(n.startswith("compacted here:") for n in notices(resumed))
+        assert str(screen.runtime.history[0]["content"]).startswith(
+            "<system-reminder>\nThis conversation was compacted"
+        )
