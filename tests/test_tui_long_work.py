@@ -161,6 +161,7 @@ async def test_a_resumed_compacted_session_shows_the_marker_and_the_same_list(wo
         )
         await turn_done(pilot)
         before = [(t.id, t.subject, t.status) for t in main_screen(first).panel.tasks]
+        main_screen(first).runtime.session.close()  # as quitting does: the session is free to resume
     assert before == [("1", "read", "completed"), ("2", "edit", "pending")]
 
     resumed = make_app(workspace, [], continue_latest=True)

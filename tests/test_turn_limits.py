@@ -208,6 +208,7 @@ def test_invalid_stored_arguments_are_sanitised_on_load(workspace: Path) -> None
     reopened = Session.open(session.path)
     assert reopened.messages[1]["tool_calls"][0]["function"]["arguments"] == "{}"
     assert any("invalid tool-call arguments" in w for w in reopened.warnings)
+    reopened.close()
     again = Session.open(session.path)  # fixed in the file, once
     assert again.messages == reopened.messages and again.warnings == []
 
