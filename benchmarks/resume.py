@@ -39,8 +39,10 @@ if mode == "core":
     from todo_agent.core.model import ScriptedModel
     from todo_agent.core.runtime import Runtime
     config = Config(workspace=workspace, model="script:x")
+    imported = time.perf_counter()
     runtime = Runtime.create(config, continue_latest=True, model=ScriptedModel([]))
-    result = {"elapsed": time.perf_counter() - started, "messages": len(runtime.history),
+    result = {"elapsed": time.perf_counter() - started, "create": time.perf_counter() - imported,
+              "messages": len(runtime.history),
               "tokens": runtime.context_usage()[0], "opens": len(opens), "files": len(set(opens))}
 elif mode == "picker":
     from todo_agent.core.session import list_sessions
@@ -120,8 +122,10 @@ def main() -> None:
     ms = lambda rows: statistics.median(float(r["elapsed"]) for r in rows) * 1000  # noqa: E731
     print(f"{args.sessions} sessions of {args.messages} messages ({size / 1e6:.1f} MB each):")
     print(
-        f"  --continue, core: {ms(core):.0f} ms from process start to a resumed Runtime "
-        f"({core[0]['messages']} messages, ~{core[0]['tokens']:,} tokens); session files opened: {core[0]['opens']}"
+        f"  --continue, core: {ms(core):.0f} ms from process start to a resumed Runtime, of which "
+        f"{statistics.median(float(r['create']) for r in core) * 1000:.0f} ms creating it (finding the latest "
+        f"session, reading and checking it, estimating its {core[0]['messages']} messages at "
+        f"~{core[0]['tokens']:,} tokens); session files opened: {core[0]['opens']} (one read, the rest headers)"
     )
     print(
         f"  --continue, app: {ms(app):.0f} ms from process start to the first frame with the conversation "

@@ -13,6 +13,7 @@ from typing import Any
 from fake_openai import validate_request
 
 from todo_agent.core.events import Compacted, Compacting, Error, Event, Notice, TurnEnd
+from todo_agent.core.lifecycle import CompactInfo
 from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem
 from todo_agent.core.reminders import NOT_VISIBLE, is_task_reminder
 from todo_agent.core.runtime import Runtime
@@ -331,3 +332,22 @@ async def test_a_window_too_small_for_the_fixed_prompt_is_said_before_any_reques
     assert model.log == []
     assert any(isinstance(e, Error) and "fixed prompt" in e.message for e in events)
     assert runtime.history == []  # the prompt that could not be sent is not kept
+
+
+async def test_the_before_compact_seam_is_told_the_trigger_and_focus(workspace: Path) -> None:
+    """Where the PreCompact hook plugs in: awaited first, its notice shown, and it cannot stop it."""
+    seen: list[CompactInfo] = []
+
+    async def observer(info: CompactInfo) -> Event | None:
+        seen.append(info)
+        return Notice("PreCompact hook ran")
+
+    model = Summarising([{"text": f"{n}: {CHUNK}"} for n in ("one", "two")])
+    runtime = runtime_for(workspace, model)
+    runtime.agent.lifecycle.before_compact.append(observer)
+    await run(runtime, "first")
+    await run(runtime, "second")
+    async with aclosing(runtime.agent.compact("keep names")) as stream:
+        events = [e async for e in stream]
+    assert [type(e).__name__ for e in events] == ["Notice", "Compacting", "Compacted", "TurnEnd"]
+    assert [(i.trigger, i.focus) for i in seen] == [("manual", "keep names")] and seen[0].tokens > 0
