@@ -201,7 +201,7 @@ async def summarise(model: ChatModel, blocks: Sequence[str], limits: Limits, foc
                 raise CompactionError(
                     f"even a small part of the conversation is too long to summarise ({exc})"
                 ) from exc
-            size //= 2  # a smaller slice, as the issue puts it
+            size = min(size, sum(len(block) + 2 for block in chunk)) // 2  # really smaller than what was refused
             continue
         except ModelError as exc:
             raise CompactionError(f"the summary request failed: {exc.message}") from exc

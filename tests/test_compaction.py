@@ -14,7 +14,14 @@ from fake_openai import validate_request
 
 from todo_agent.core.events import Compacted, Compacting, Error, Event, Notice, TurnEnd
 from todo_agent.core.lifecycle import CompactInfo
-from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem
+from todo_agent.core.model import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ScriptedModel,
+    StreamItem,
+)
 from todo_agent.core.reminders import NOT_VISIBLE, is_task_reminder
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import CompactionMark, Session
@@ -351,3 +358,27 @@ async def test_the_before_compact_seam_is_told_the_trigger_and_focus(workspace: 
         events = [e async for e in stream]
     assert [type(e).__name__ for e in events] == ["Notice", "Compacting", "Compacted", "TurnEnd"]
     assert [(i.trigger, i.focus) for i in seen] == [("manual", "keep names")] and seen[0].tokens > 0
+
+
+async def test_a_summary_request_that_overflows_is_retried_with_a_smaller_slice(workspace: Path) -> None:
+    class TooLongOnce(Summarising):
+        async def stream(
+            self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+        ) -> AsyncIterator[StreamItem]:
+            if not tools and not any(kind == "summary" for kind, _ in self.log):
+                self.log.append(("summary", [dict(m) for m in messages]))
+                raise ContextOverflowError("the prompt exceeds the model's context window")
+            async for item in super().stream(messages, tools, max_tokens=max_tokens):
+                yield item
+
+    model = TooLongOnce([{"text": f"{n}: {CHUNK}"} for n in range(8)])
+    runtime = runtime_for(workspace, model)
+    for n in range(8):
+        await run(runtime, f"prompt {n}")
+    async with aclosing(runtime.agent.compact()) as stream:
+        events = [e async for e in stream]
+    assert any(isinstance(e, Compacted) for e in events)
+    summaries = [m for kind, m in model.log if kind == "summary"]
+    assert len(summaries) >= 3  # the refused one, then the same history in smaller slices
+    assert len(summaries[1][-1]["content"]) < len(summaries[0][-1]["content"])
+    assert "Your notes so far" in summaries[2][-1]["content"]  # the next slice carries the notes
