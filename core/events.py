@@ -76,6 +76,36 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class HookResult:
+    """A shell hook from settings ran (every run, so `stream-json` shows them all)."""
+
+    hook_event: str
+    """The hook event, e.g. `PreToolUse`."""
+    command: str
+    status: Literal["ok", "blocked", "failed", "timeout"]
+    """`blocked`: exit 2 or a JSON block; `failed`: any other exit code, or it could not start."""
+    exit_code: int | None
+    """None when it timed out (and was killed) or could not start."""
+    message: str = ""
+    """First line of the reason (blocked) or of stderr (failed); why it timed out."""
+    elapsed: float = 0.0
+    source: Literal["user", "project"] = "user"
+    """The settings file it came from."""
+
+    @property
+    def noteworthy(self) -> bool:
+        """Worth telling the person: it blocked something or went wrong."""
+        return self.status != "ok"
+
+    def describe(self) -> str:
+        """One line for a notice: event, what happened, command, exit code, first line."""
+        what = {"blocked": "blocked", "failed": "failed", "timeout": "timed out", "ok": "ran"}[self.status]
+        code = f" (exit {self.exit_code})" if self.exit_code is not None else ""
+        detail = f": {self.message}" if self.message else ""
+        return f"{self.hook_event} hook {what}: {self.command}{code}{detail}"
+
+
+@dataclass(frozen=True)
 class Usage:
     """Token use of one model response (estimated when the server sends none)."""
 
@@ -135,6 +165,7 @@ Event = (
     | ToolFinished
     | TasksUpdated
     | Notice
+    | HookResult
     | Usage
     | Compacting
     | Compacted

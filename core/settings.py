@@ -11,17 +11,24 @@ A project file arrives with a cloned repository, so it is trusted less: it canno
 (each ignored with a warning: the middle two could send the user's key to a server the
 repository chose, and a script makes whatever tool calls its file says), and
 the allow rules it brings still apply but are listed at start-up (`Runtime.startup_notices`).
+
+Hooks add up across the two files too, and each keeps the file it came from: the
+project's run only once the person has trusted them (`core/hook_trust.py`). The user
+file may set `allow_project_hooks = true` to trust every project's hooks without asking;
+in a project file that key is ignored with a warning (a repository cannot vouch for itself).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from .hooks import HOOK_EVENTS, HookSpec, specs_from_table
 from .permissions import MODES, PermissionMode, Rule
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -43,6 +50,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "permission_mode": str,
     "permissions": dict,
     "hooks": dict,
+    "allow_project_hooks": bool,
     "ui": dict,
 }
 
@@ -83,7 +91,7 @@ def _check(key: str, value: Any) -> str | None:
     expected = _SCHEMA.get(key)
     if expected is None:
         return f"unknown key '{key}' (known: {', '.join(sorted(_SCHEMA))})"
-    if isinstance(value, bool) or not isinstance(value, expected):
+    if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         return f"'{key}' must be {names}, not {type(value).__name__}"
     check = _VALUE_CHECKS.get(key)
@@ -102,18 +110,6 @@ def _check_permissions(permissions: dict[str, Any]) -> str | None:
             except ValueError as exc:
                 return f"[permissions] {list_name}: {exc}"
     return None
-
-
-HOOK_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Stop",
-    "TaskCreated",
-    "TaskCompleted",
-    "PreCompact",
-)
 
 
 def _check_hooks(hooks: dict[str, Any]) -> str | None:
@@ -136,8 +132,13 @@ def _check_hook(event: str, entry: dict[str, Any]) -> str | None:
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
         return f"{where} command must be a non-empty string"
-    if not isinstance(entry.get("matcher", ""), str):
+    matcher = entry.get("matcher", "")
+    if not isinstance(matcher, str):
         return f"{where} matcher must be a string"
+    try:
+        re.compile(matcher)
+    except re.error as exc:
+        return f"{where} matcher is not a valid regular expression ({exc})"
     timeout = entry.get("timeout", 1)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         return f"{where} timeout must be a number of seconds > 0"
@@ -208,7 +209,10 @@ class Config:
     deny: list[str] = field(default_factory=list)
     project_allow: list[str] = field(default_factory=list)
     """The allow rules that came from the project file (listed at start-up)."""
-    hooks: dict[str, Any] = field(default_factory=dict)
+    hooks: list[HookSpec] = field(default_factory=list)
+    """User hooks first, then the project's (each spec knows its file)."""
+    allow_project_hooks: bool = False
+    """Run project hooks without asking (user file key, or `--allow-project-hooks`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
 
@@ -243,8 +247,10 @@ def load_config(
             continue
         if path == project:
             _restrict_project_settings(config, path, data)
+        config.hooks += specs_from_table(data.pop("hooks", {}), "project" if path == project else "user")
         _merge(merged, data)
     _apply_settings(config, merged)
+    config.allow_project_hooks = config.allow_project_hooks or bool(flags.get("allow_project_hooks"))
     key_env = config.api_key_env
     config.api_key = env.get(key_env) or None
     config.base_url = env.get("OPENAI_BASE_URL") or config.base_url
@@ -273,6 +279,12 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
         # that is a repository running its own commands.
         del data["model"]
         config.warnings.append(f"{path}: a script: model ignored: a project file cannot choose one (use --model)")
+    if "allow_project_hooks" in data:
+        del data["allow_project_hooks"]
+        config.warnings.append(
+            f"{path}: 'allow_project_hooks' ignored: a project cannot trust its own hooks "
+            "(set it in the user settings file, or pass --allow-project-hooks)"
+        )
     for key in ("base_url", "api_key_env"):
         # Pointing the client elsewhere, or at another variable, could send the user's key
         # to a server the repository chose.
@@ -311,5 +323,5 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))
-    config.hooks = data.get("hooks", {})
+    config.allow_project_hooks = data.get("allow_project_hooks", config.allow_project_hooks)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)

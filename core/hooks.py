@@ -1,0 +1,475 @@
+"""Shell-command hooks, Claude-Code compatible: the runner.
+
+Each `[[hooks.<Event>]]` entry in settings is a `HookSpec`: a `command` run with
+`/bin/sh -c` in the workspace, an optional `matcher` and a `timeout` (default 60 s).
+`HookRunner.run(event, fields, target)` runs every spec of `event` that matches `target`,
+all at once, each in its own process group (a new session), with one JSON object on
+stdin: `session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name` and
+the event's own `fields` (Claude Code's field names). It never blocks the event loop.
+
+What a hook says, as Claude Code reads it:
+- exit 0: fine. Its stdout is context for the model for `SessionStart` and
+  `UserPromptSubmit`; for the other events stdout is ignored unless it is a JSON object
+  (`{"decision": "block", "reason": …}` blocks; `hookSpecificOutput.permissionDecision:
+  "deny"` with `permissionDecisionReason` blocks a `PreToolUse`;
+  `hookSpecificOutput.additionalContext` adds context; `systemMessage` is shown to the person).
+- exit 2: block, with stderr as the reason (for `SessionStart`, which nothing can block,
+  it is a failure like any other code).
+- any other exit, a timeout (the whole process group is killed) or a command that
+  cannot start: a warning with the first line of stderr; the work goes on.
+Every run becomes a `HookResult` event, so front ends can show blocks and failures.
+
+Matching: for tool events the matcher is Claude Code's: empty or `*` matches every tool,
+tool names joined by `|` (`Edit|Write`) match exactly, anything else is a regular
+expression searched in the tool name (`Notebook.*`). For `SessionStart` it is tested the
+same way against the source (`startup`, `resume`, `clear`, `compact`), for `PreCompact`
+against the trigger (`auto`, `manual`). For `TaskCreated`/`TaskCompleted` it is always a
+regular expression searched in the task's subject. `UserPromptSubmit` and `Stop` ignore it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .events import Event, HookResult, Notice
+from .tools.bash import CappedOutput
+
+HookEvent = Literal[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "TaskCreated",
+    "TaskCompleted",
+    "PreCompact",
+]
+HOOK_EVENTS: tuple[HookEvent, ...] = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "TaskCreated",
+    "TaskCompleted",
+    "PreCompact",
+)
+TASK_EVENTS = ("TaskCreated", "TaskCompleted")
+UNMATCHED_EVENTS = ("UserPromptSubmit", "Stop")
+"""Events whose matcher is ignored, as in Claude Code."""
+PLAIN_STDOUT_IS_CONTEXT = ("SessionStart", "UserPromptSubmit")
+CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
+"""Events whose `additionalContext` reaches the model."""
+UNBLOCKABLE = ("SessionStart",)
+
+DEFAULT_TIMEOUT = 60.0
+BLOCK_EXIT = 2
+Source = Literal["user", "project"]
+
+_STDOUT_HEAD, _STDOUT_TAIL = 40_000, 10_000
+_STDERR_HEAD, _STDERR_TAIL = 8_000, 4_000
+MAX_CONTEXT_CHARS = 10_000
+"""Per hook: context beyond this is cut (a hook printing a whole log must not flood the model)."""
+_KILL_GRACE = 1.0
+_OUTPUT_GRACE = 0.5
+_CHUNK = 65_536
+_PLAIN_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One configured hook."""
+
+    event: HookEvent
+    command: str
+    matcher: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+    source: Source = "user"
+    """Which settings file it came from: project hooks need the person's trust."""
+
+    def matches(self, target: str | None) -> bool:
+        pattern = self.matcher
+        if self.event in UNMATCHED_EVENTS or not pattern or pattern == "*" or target is None:
+            return True
+        if self.event not in TASK_EVENTS and _PLAIN_MATCHER.fullmatch(pattern):
+            return target in pattern.split("|")
+        try:
+            return re.search(pattern, target) is not None
+        except re.error:  # settings validation refuses these; a spec built in code may not
+            return False
+
+
+def specs_from_table(table: Mapping[str, Any], source: Source) -> list[HookSpec]:
+    """The `[hooks]` table of one (validated) settings file, as specs."""
+    specs = []
+    for event, entries in table.items():
+        if event not in HOOK_EVENTS:
+            continue
+        for entry in entries:
+            timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+            specs.append(HookSpec(event, entry["command"], entry.get("matcher", ""), float(timeout), source))
+    return specs
+
+
+# --- running one command ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """What one hook command did."""
+
+    spec: HookSpec
+    exit_code: int | None
+    """None when it timed out or could not start."""
+    stdout: str
+    stderr: str
+    elapsed: float
+    timed_out: bool = False
+    start_error: str = ""
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _wait(proc: asyncio.subprocess.Process, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await proc.wait()
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM the hook's whole process group, then SIGKILL whatever is left."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        await _wait(proc, _KILL_GRACE)
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)  # also when a second cancel cuts the grace short
+    await _wait(proc, _KILL_GRACE)
+
+
+def _stdin_file(payload: bytes) -> int:
+    """The input as an unlinked temporary file: the hook may read it or not, at any pace,
+    and nothing of ours waits on a pipe it never drains. Returns its descriptor."""
+    fd, name = tempfile.mkstemp(prefix="todo-agent-hook-")
+    try:
+        os.unlink(name)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@dataclass
+class _Pipe:
+    """A read pipe of our own: asyncio's `Process.wait()` would also wait for its own pipes
+    to close, which a background job (`cmd &`) holding them can put off for ever."""
+
+    reader: asyncio.StreamReader
+    transport: asyncio.ReadTransport
+    write_fd: int
+
+    @classmethod
+    async def open(cls) -> _Pipe:
+        loop = asyncio.get_running_loop()
+        read_fd, write_fd = os.pipe()
+        reader = asyncio.StreamReader()
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
+            )
+        except BaseException:
+            os.close(write_fd)
+            raise
+        return cls(reader, transport, write_fd)
+
+    def release_write_end(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def close(self) -> None:
+        self.release_write_end()
+        self.transport.close()
+
+
+@dataclass
+class _Streams:
+    """The hook's stdin (a file) and its stdout and stderr (pipes of ours)."""
+
+    stdin: int
+    out: _Pipe
+    err: _Pipe
+
+    def release_child_ends(self) -> None:
+        """Once the hook holds them: EOF comes when it and its children let go."""
+        self.out.release_write_end()
+        self.err.release_write_end()
+
+
+async def _read_into(reader: asyncio.StreamReader, output: CappedOutput) -> None:
+    while chunk := await reader.read(_CHUNK):
+        output.feed(chunk)
+
+
+async def _spawn(command: str, cwd: Path, env: Mapping[str, str], streams: _Streams) -> asyncio.subprocess.Process:
+    try:
+        return await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=streams.stdin,
+            stdout=streams.out.write_fd,
+            stderr=streams.err.write_fd,
+            start_new_session=True,
+        )
+    finally:
+        streams.release_child_ends()
+
+
+async def _start(command: str, cwd: Path, env: Mapping[str, str], streams: _Streams) -> asyncio.subprocess.Process:
+    """Spawn; if cancelled while spawning, finish starting and kill the group (asyncio's
+    own clean-up would kill the shell alone and orphan what it started)."""
+    spawning = asyncio.ensure_future(_spawn(command, cwd, env, streams))
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            await _kill_group(await spawning)
+        raise
+
+
+async def run_hook(spec: HookSpec, payload: bytes, cwd: Path, env: Mapping[str, str]) -> HookRun:
+    """Run one hook command to its end, its timeout, or a cancellation (which kills its group)."""
+    started = time.monotonic()
+    stdin = await asyncio.to_thread(_stdin_file, payload)
+    pipes: list[_Pipe] = []
+    try:
+        pipes.append(await _Pipe.open())
+        pipes.append(await _Pipe.open())
+        streams = _Streams(stdin, *pipes)
+        try:
+            proc = await _start(spec.command, cwd, env, streams)
+        except OSError as exc:
+            message = f"cannot start /bin/sh in {cwd}: {exc.strerror or exc}"
+            return HookRun(spec, None, "", "", time.monotonic() - started, start_error=message)
+        return await _collect(spec, proc, streams, started)
+    finally:
+        os.close(stdin)
+        for pipe in pipes:
+            pipe.close()
+
+
+async def _collect(spec: HookSpec, proc: asyncio.subprocess.Process, streams: _Streams, started: float) -> HookRun:
+    stdout, stderr = CappedOutput(_STDOUT_HEAD, _STDOUT_TAIL), CappedOutput(_STDERR_HEAD, _STDERR_TAIL)
+    reading = [
+        asyncio.ensure_future(_read_into(streams.out.reader, stdout)),
+        asyncio.ensure_future(_read_into(streams.err.reader, stderr)),
+    ]
+    timed_out = False
+    code: int | None = None
+    try:
+        try:
+            async with asyncio.timeout(spec.timeout):
+                code = await proc.wait()
+        except TimeoutError:
+            timed_out = True
+            await _kill_group(proc)
+        except BaseException:
+            await _kill_group(proc)  # interrupted: nothing of the hook may outlive the turn
+            raise
+        # Output still in the pipes arrives just after the exit; a background job holding
+        # them open must not make us wait for it.
+        await asyncio.wait(reading, timeout=_OUTPUT_GRACE)
+    finally:
+        for task in reading:
+            task.cancel()
+    elapsed = time.monotonic() - started
+    return HookRun(spec, None if timed_out else code, stdout.text(), stderr.text(), elapsed, timed_out=timed_out)
+
+
+# --- what the runs add up to -----------------------------------------------------------
+
+
+Status = Literal["ok", "blocked", "failed", "timeout"]
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """All hooks of one event, folded into what the caller acts on."""
+
+    blocked: bool = False
+    reason: str = ""
+    """Why it was blocked: the blocking hooks' stderr (or JSON `reason`), for the model
+    (or, for `UserPromptSubmit`, the person)."""
+    context: tuple[str, ...] = ()
+    """Text for the model (stdout of SessionStart/UserPromptSubmit, `additionalContext`)."""
+    events: tuple[Event, ...] = ()
+    """For the person: one `HookResult` per run, plus any `systemMessage` notices."""
+
+    @property
+    def context_text(self) -> str:
+        return "\n\n".join(self.context)
+
+
+@dataclass
+class _Verdict:
+    status: Status = "ok"
+    reason: str = ""
+    context: str = ""
+    system_message: str = ""
+    message: str = ""
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _cap(text: str) -> str:
+    text = text.strip()
+    if len(text) <= MAX_CONTEXT_CHARS:
+        return text
+    return text[:MAX_CONTEXT_CHARS] + f"\n… [hook output cut at {MAX_CONTEXT_CHARS} characters]"
+
+
+def _json_object(stdout: str) -> dict[str, Any] | None:
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _from_json(event: HookEvent, data: dict[str, Any], verdict: _Verdict) -> None:
+    specific = data.get("hookSpecificOutput")
+    specific = specific if isinstance(specific, dict) else {}
+    if isinstance(data.get("systemMessage"), str):
+        verdict.system_message = data["systemMessage"].strip()
+    extra = specific.get("additionalContext")
+    if isinstance(extra, str) and event in CONTEXT_EVENTS:
+        verdict.context = extra
+    if event in UNBLOCKABLE:
+        return
+    reason = data.get("reason")
+    if data.get("decision") == "block":
+        verdict.status, verdict.reason = "blocked", reason if isinstance(reason, str) else ""
+    elif specific.get("permissionDecision") == "deny" and event == "PreToolUse":
+        why = specific.get("permissionDecisionReason")
+        verdict.status, verdict.reason = "blocked", why if isinstance(why, str) else ""
+
+
+def judge(event: HookEvent, run: HookRun) -> _Verdict:
+    """What one run means, by Claude Code's rules (module docstring)."""
+    verdict = _Verdict()
+    if run.start_error:
+        verdict.status, verdict.message = "failed", run.start_error
+    elif run.timed_out:
+        verdict.status = "timeout"
+        verdict.message = f"timed out after {run.spec.timeout:g} s; it and everything it started were killed"
+    elif run.exit_code == BLOCK_EXIT and event not in UNBLOCKABLE:
+        verdict.status, verdict.reason = "blocked", run.stderr.strip()
+    elif run.exit_code != 0:
+        verdict.status = "failed"
+        verdict.message = _first_line(run.stderr) or "(no output on stderr)"
+    elif (data := _json_object(run.stdout)) is not None:
+        _from_json(event, data, verdict)
+    elif event in PLAIN_STDOUT_IS_CONTEXT:
+        verdict.context = run.stdout
+    if verdict.status == "blocked":
+        verdict.reason = verdict.reason.strip() or f"blocked by the {event} hook `{run.spec.command}` (no reason given)"
+        verdict.message = _first_line(verdict.reason)
+    verdict.context = _cap(verdict.context) if verdict.context.strip() else ""
+    return verdict
+
+
+def fold(event: HookEvent, runs: Iterable[HookRun]) -> HookOutcome:
+    reasons: list[str] = []
+    context: list[str] = []
+    events: list[Event] = []
+    for run in runs:
+        verdict = judge(event, run)
+        events.append(
+            HookResult(
+                hook_event=event,
+                command=run.spec.command,
+                status=verdict.status,
+                exit_code=run.exit_code,
+                message=verdict.message,
+                elapsed=run.elapsed,
+                source=run.spec.source,
+            )
+        )
+        if verdict.system_message:
+            events.append(Notice(f"{event} hook: {verdict.system_message}", "warning"))
+        if verdict.status == "blocked":
+            reasons.append(verdict.reason)
+        if verdict.context:
+            context.append(verdict.context)
+    return HookOutcome(bool(reasons), "\n".join(reasons), tuple(context), tuple(events))
+
+
+# --- the runner ------------------------------------------------------------------------
+
+SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+"""Never handed to a hook: a hook is a shell command, often from a cloned repository."""
+
+
+def hook_environment(
+    workspace: Path, secret_names: Iterable[str] = (), base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment hooks run with: ours, minus the API key variables, plus the project
+    directory under Claude Code's name (scripts written for it use `$CLAUDE_PROJECT_DIR`)."""
+    drop = {*SECRET_ENV, *secret_names}
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
+    env["CLAUDE_PROJECT_DIR"] = env["TODO_AGENT_PROJECT_DIR"] = str(workspace)
+    return env
+
+
+@dataclass
+class HookRunner:
+    """Runs the configured hooks of an event and folds their results."""
+
+    specs: Sequence[HookSpec]
+    workspace: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    common: Callable[[], dict[str, Any]] = field(default=dict)
+    """Fields every input carries that change over time (session id, permission mode)."""
+
+    def matching(self, event: HookEvent, target: str | None = None) -> list[HookSpec]:
+        return [spec for spec in self.specs if spec.event == event and spec.matches(target)]
+
+    def has(self, event: HookEvent) -> bool:
+        return any(spec.event == event for spec in self.specs)
+
+    def payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
+        return {"cwd": str(self.workspace), **self.common(), "hook_event_name": event, **fields}
+
+    async def run(self, event: HookEvent, fields: Mapping[str, Any], target: str | None = None) -> HookOutcome:
+        """Run every matching hook of `event` concurrently. Cancelling kills them all."""
+        specs = self.matching(event, target)
+        if not specs:
+            return HookOutcome()
+        data = json.dumps(self.payload(event, fields), ensure_ascii=False, default=str).encode()
+        runs = await asyncio.gather(*(run_hook(spec, data, self.workspace, self.env) for spec in specs))
+        return fold(event, runs)
