@@ -56,6 +56,10 @@ async def wait_for(condition: Any, deadline: float = 10.0) -> bool:
     return True
 
 
+RECORD_GROUP = "cut -d' ' -f5 /proc/$$/stat > group.pid"
+"""Shell code that writes the process group of the running hook to `group.pid`."""
+
+
 def read_pid(path: Path) -> int | None:
     text = path.read_text().strip() if path.exists() else ""
     return int(text) if text.isdigit() else None
@@ -255,38 +259,38 @@ async def test_no_matching_hook_runs_nothing(workspace: Path) -> None:
 
 
 async def test_a_hook_past_its_timeout_is_killed_with_its_whole_process_group(workspace: Path) -> None:
-    command = script(workspace, "hang.sh", "sleep 300 &\necho $! > child.pid\necho $$ > shell.pid\nwait\n")
+    command = script(workspace, "hang.sh", f"sleep 300 &\necho $! > child.pid\n{RECORD_GROUP}\nwait\n")
     spec = HookSpec("PreToolUse", command, timeout=0.5)
     outcome = await runner(workspace, spec).run("PreToolUse", {}, "Bash")
     assert not outcome.blocked
     [result] = results(outcome.events)
     assert result.status == "timeout" and result.exit_code is None
     assert result.message == "timed out after 0.5 s; it and everything it started were killed"
-    shell, child = read_pid(workspace / "shell.pid"), read_pid(workspace / "child.pid")
-    assert shell is not None and child is not None
-    # The hook ran in a group of its own (its shell leads it), and nothing of it is left.
-    assert os.getpgid(0) != shell
-    assert await wait_for(lambda: group_members(shell) == [])
+    group, child = read_pid(workspace / "group.pid"), read_pid(workspace / "child.pid")
+    assert group is not None and child is not None
+    # The hook ran in a group of its own, with its child, and nothing of that group is left.
+    assert group != os.getpgid(0) and os.getpgid(child) == group
+    assert await wait_for(lambda: group_members(group) == [])
 
 
 async def test_a_hook_that_ignores_sigterm_is_killed_anyway(workspace: Path) -> None:
-    command = "trap '' TERM; sleep 300 & echo $$ > shell.pid; wait"
+    command = f"trap '' TERM; sleep 300 & {RECORD_GROUP}; wait"
     outcome = await runner(workspace, HookSpec("Stop", command, timeout=0.5)).run("Stop", {})
     assert results(outcome.events)[0].status == "timeout"
-    shell = read_pid(workspace / "shell.pid")
-    assert shell is not None
-    assert await wait_for(lambda: group_members(shell) == [])
+    group = read_pid(workspace / "group.pid")
+    assert group is not None
+    assert await wait_for(lambda: group_members(group) == [])
 
 
 async def test_cancelling_kills_every_running_hook(workspace: Path) -> None:
     hooks = runner(
         workspace,
-        HookSpec("Stop", "sleep 300 & echo $$ > one.pid; wait"),
-        HookSpec("Stop", "sleep 300 & echo $$ > two.pid; wait"),
+        HookSpec("Stop", "mkdir one; cd one; sleep 300 & " + RECORD_GROUP + "; wait"),
+        HookSpec("Stop", "mkdir two; cd two; sleep 300 & " + RECORD_GROUP + "; wait"),
     )
     task = asyncio.create_task(hooks.run("Stop", {}))
-    assert await wait_for(lambda: read_pid(workspace / "one.pid") and read_pid(workspace / "two.pid"))
-    groups = [read_pid(workspace / "one.pid"), read_pid(workspace / "two.pid")]
+    assert await wait_for(lambda: read_pid(workspace / "one/group.pid") and read_pid(workspace / "two/group.pid"))
+    groups = [read_pid(workspace / "one/group.pid"), read_pid(workspace / "two/group.pid")]
     assert all(group_members(g) for g in groups if g is not None)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
