@@ -235,8 +235,9 @@ async def test_huge_output_is_capped(workspace: Path) -> None:
 
 async def test_hooks_of_one_event_run_concurrently_and_fold_into_one_outcome(workspace: Path) -> None:
     # Each waits for the other's file: only hooks that run at the same time can both finish.
-    first = "touch a; i=0; while [ ! -f b ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; test -f b || exit 1; echo one"
-    second = "touch b; i=0; while [ ! -f a ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; test -f a || exit 1; echo two >&2; exit 2"
+    wait_for_file = "i=0; while [ ! -f {0} ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; test -f {0} || exit 1"
+    first = "touch a; " + wait_for_file.format("b") + "; echo one"
+    second = "touch b; " + wait_for_file.format("a") + "; echo two >&2; exit 2"
     third = "echo three >&2; exit 2"
     hooks = runner(
         workspace,
