@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from todo_agent.core.hooks import HookSpec
 from todo_agent.core.instructions import build_system_context, describe_loaded, find_instruction_files
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import load_config, user_settings_path
@@ -65,6 +66,7 @@ def test_wrong_types_and_unknown_keys_are_named(workspace: Path) -> None:
         ('[[hooks.Stop]]\ncommand = "x"\ntimeout = "5"\n', "[[hooks.Stop]] timeout must be a number"),
         ('[[hooks.Stop]]\ncommand = "x"\ntimeout = 0\n', "[[hooks.Stop]] timeout must be a number"),
         ('[[hooks.Stop]]\ncommand = "x"\nwhen = 1\n', "[[hooks.Stop]] unknown key 'when'"),
+        ('[[hooks.PreToolUse]]\ncommand = "x"\nmatcher = "Bash("\n', "matcher is not a valid regular expression"),
         ('ui = "right"\n', "'ui' must be dict"),
         ("[ui]\ntask_panel = 3\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
         ("[ui]\ntask_panel = []\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
@@ -87,7 +89,36 @@ def test_well_formed_hooks_and_ui_load(workspace: Path) -> None:
     )
     config = load_config(workspace, env={})
     assert config.warnings == [] and config.task_panel == "hidden"
-    assert config.hooks == {"PreToolUse": [{"matcher": "Bash", "command": "true", "timeout": 2.5}]}
+    assert config.hooks == [HookSpec("PreToolUse", "true", "Bash", 2.5, "project")]
+
+
+def test_hooks_from_both_files_add_up_and_keep_their_file(workspace: Path) -> None:
+    write(user_settings_path(), '[[hooks.Stop]]\ncommand = "user-stop"\n')
+    write(
+        workspace / ".todo-agent/settings.toml",
+        '[[hooks.Stop]]\ncommand = "project-stop"\n[[hooks.PreToolUse]]\nmatcher = "Edit|Write"\ncommand = "p"\n',
+    )
+    config = load_config(workspace, env={})
+    assert config.hooks == [
+        HookSpec("Stop", "user-stop", source="user"),
+        HookSpec("Stop", "project-stop", source="project"),
+        HookSpec("PreToolUse", "p", "Edit|Write", source="project"),
+    ]
+    assert not config.allow_project_hooks
+
+
+def test_only_the_user_file_or_the_flag_can_trust_project_hooks(workspace: Path) -> None:
+    project = workspace / ".todo-agent/settings.toml"
+    write(project, 'allow_project_hooks = true\n[[hooks.Stop]]\ncommand = "x"\n')
+    config = load_config(workspace, env={})
+    assert not config.allow_project_hooks
+    assert len(config.warnings) == 1 and "'allow_project_hooks' ignored" in config.warnings[0]
+    assert config.hooks == [HookSpec("Stop", "x", source="project")]  # the rest of the file still applies
+    assert load_config(workspace, env={}, flags={"allow_project_hooks": True}).allow_project_hooks
+    write(user_settings_path(), "allow_project_hooks = true\n")
+    assert load_config(workspace, env={}, flags={"allow_project_hooks": False}).allow_project_hooks
+    write(user_settings_path(), 'allow_project_hooks = "yes"\n')
+    assert "'allow_project_hooks' must be bool" in load_config(workspace, env={}).warnings[0]
 
 
 def test_project_file_cannot_bypass_permissions(workspace: Path) -> None:
