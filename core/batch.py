@@ -7,6 +7,13 @@ concurrently with each other, but never ahead of an earlier write or command; an
 that may need approval runs alone, in order, after the awaited approval. Events that
 tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
 yields at most one event of each coalescable kind (its final state).
+
+Lifecycle gates (`PreToolUse`/`PostToolUse` hooks): `before_tool` is asked first, ahead
+of the permission check, as in Claude Code (a hook can refuse a call nobody has been
+asked about yet, and the person is never asked about a call a hook refuses); a block
+answers the call with the gate's reason as a `denied` error. `after_tool` runs after a
+call that ran (ok or error) and may add to its result. Their events are yielded just
+before the call's `ToolFinished`.
 """
 
 from __future__ import annotations
@@ -15,13 +22,13 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .context import ToolContext
 from .events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from .history import CANCELLED
-from .lifecycle import ToolRecord
+from .lifecycle import ToolOutput, ToolRecord, ToolUse, run_gates
 from .model import ToolCall
 from .permissions import ApprovalAnswer, ApprovalRequest
 from .tools.base import Tool, ToolError, ToolResult, parse_arguments
@@ -59,6 +66,8 @@ class Outcome:
     output: str
     status: Status
     elapsed: float = 0.0
+    events: tuple[Event, ...] = ()
+    """From the call's hooks, for the person."""
 
     @property
     def is_error(self) -> bool:
@@ -86,8 +95,10 @@ class BatchRunner:
             if len(group) == 1:
                 outcomes = [await self._run_one(group[0])]
             else:
-                outcomes = list(await asyncio.gather(*(self._execute(item) for item in group)))
+                outcomes = list(await asyncio.gather(*(self._run_read(item) for item in group)))
             for item, outcome in zip(group, outcomes, strict=True):
+                for event in outcome.events:
+                    yield event
                 yield self._finish(item, outcome)
         for item in self.prepared:
             if item.call.id not in self.answered:
@@ -155,7 +166,30 @@ class BatchRunner:
                 log.exception("summarize failed for %s", item.call.name)
         return ""
 
+    async def _before_tool(self, item: Prepared) -> Outcome | None:
+        """The `before_tool` gates; an outcome when they refuse the call."""
+        gates = self.agent.lifecycle.before_tool
+        if not gates or item.error is not None or item.tool is None:
+            return None
+        verdict = await run_gates(gates, ToolUse(item.call.id, item.call.name, item.args))
+        if verdict.block:
+            return Outcome(verdict.block, "denied", events=verdict.events)
+        return Outcome("", "ok", events=verdict.events) if verdict.events else None
+
+    async def _run_read(self, item: Prepared) -> Outcome:
+        """A call of a concurrent group: it is allowed already; the gates still have a say."""
+        gated = await self._before_tool(item)
+        if gated is not None and gated.status == "denied":
+            return gated
+        return _with_events(await self._execute(item), gated)
+
     async def _run_one(self, item: Prepared) -> Outcome:
+        gated = await self._before_tool(item)
+        if gated is not None and gated.status == "denied":
+            return gated
+        return _with_events(await self._decide_and_run(item), gated)
+
+    async def _decide_and_run(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return await self._execute(item)
         decision = self.agent.permissions.decide(item.tool.name, item.tool.kind, item.args)
@@ -228,12 +262,27 @@ class BatchRunner:
             result = ToolResult(result)
         record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error)
         self.queued.extend(await self.agent.lifecycle.notify_tool_done(record))
-        return Outcome(result.output, "error" if result.is_error else "ok", elapsed)
+        return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
+
+    async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
+        gates = self.agent.lifecycle.after_tool
+        if not gates:
+            return outcome
+        use = ToolUse(item.call.id, item.call.name, item.args)
+        verdict = await run_gates(gates, ToolOutput(use, outcome.output, outcome.is_error))
+        output = f"{outcome.output}\n\n{verdict.context}" if verdict.context else outcome.output
+        return replace(outcome, output=output, events=(*outcome.events, *verdict.events))
 
     def _context(self, item: Prepared) -> ToolContext:
         agent = self.agent
+        gates = agent.lifecycle.task_change
         return ToolContext(
-            item.call.id, agent.workspace, agent.session, agent.extras, read_denied=agent.permissions.read_denied
+            item.call.id,
+            agent.workspace,
+            agent.session,
+            agent.extras,
+            read_denied=agent.permissions.read_denied,
+            task_gates=gates if gates else None,
         )
 
     def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
@@ -249,3 +298,10 @@ class BatchRunner:
             outcome.elapsed,
             self._summary(item),
         )
+
+
+def _with_events(outcome: Outcome, earlier: Outcome | None) -> Outcome:
+    """`outcome`, with the events of the gates that let it run first."""
+    if earlier is None or not earlier.events:
+        return outcome
+    return replace(outcome, events=(*earlier.events, *outcome.events))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .events import Event
+    from .lifecycle import Gate, TaskChange
     from .session import Session
     from .tasks import TaskStore
 
@@ -28,6 +29,8 @@ class ToolContext:
     pending_events: list[Event] = field(default_factory=list)
     read_denied: Callable[[str], bool] = field(default=lambda path: False)
     """Whether a deny rule covers reading this path: search tools leave it out of results."""
+    task_gates: Sequence[Gate[TaskChange]] | None = None
+    """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)

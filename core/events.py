@@ -150,10 +150,11 @@ class TurnEnd:
     """The turn is over. `reason` tells why.
 
     `max_turns`: the model made `max_turns` requests in this turn; `length`: the answer was
-    cut at the output limit; `loop`: the model repeated the same tool call and was stopped.
+    cut at the output limit; `loop`: the model repeated the same tool call and was stopped;
+    `blocked`: a `UserPromptSubmit` hook kept the prompt from being sent.
     """
 
-    reason: Literal["done", "interrupted", "rejected", "error", "max_turns", "length", "loop"]
+    reason: Literal["done", "interrupted", "rejected", "blocked", "error", "max_turns", "length", "loop"]
     final_text: str = ""
 
 

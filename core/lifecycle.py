@@ -12,18 +12,34 @@
   returns text gets it appended as a user message and the turn continues.
 - `tool_done`: awaited after every tool call that ran (for per-task attribution); an
   observer may return an event, which is queued with the batch's other tool events.
+
+Gates, awaited, each answering with a `Verdict` (block with a reason, context for the
+model, events for the person); several gates of one seam run in order and the first
+block wins. The shell hooks from settings plug in here (`core/shell_hooks.py`):
+- `before_prompt`: before the person's prompt enters history; a block means the prompt
+  is not sent (and not kept); context is appended after it.
+- `before_tool`: before a tool call, ahead of the permission check; a block answers the
+  call with the reason as its error, and it never runs.
+- `after_tool`: after a call that ran; block reason and context are added to its result.
+- `stop`: when the model ends its turn and the `turn_end` checks let it; a block
+  continues the turn with the reason as a user message.
+- `task_change`: before the model's task tools create or complete a task; a block
+  refuses the whole tool call and leaves the list as it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .model import Message
 
 if TYPE_CHECKING:
     from .events import Event
+    from .task_model import Task
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,55 @@ class CompactInfo:
     """Estimated prompt size before compacting."""
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a gate decided about the action it guards."""
+
+    block: str = ""
+    """Non-empty: the action does not happen, and this says why (worded for whoever
+    the seam tells: the model, or for `before_prompt` the person)."""
+    context: str = ""
+    """Text for the model, ready to append (worded and wrapped by the gate)."""
+    events: tuple[Event, ...] = ()
+    """For the person (hook results, notices)."""
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call a gate looks at."""
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool call that ran, and what it returned."""
+
+    use: ToolUse
+    output: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class StopState:
+    """The model wants to end its turn."""
+
+    final_text: str
+    continuations: int
+    """How many times `stop` gates already continued this user turn."""
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """A task the model's tool call would create or complete."""
+
+    event: Literal["TaskCreated", "TaskCompleted"]
+    task: Task
+
+
+Gate = Callable[[T], Awaitable[Verdict]]
 BeforeRequest = Callable[[Sequence[Message]], list[Message]]
 BeforeCompact = Callable[[CompactInfo], Awaitable["Event | None"]]
 TurnEndCheck = Callable[[TurnState], str | None]
@@ -68,6 +133,11 @@ class Lifecycle:
     turn_end: list[TurnEndCheck] = field(default_factory=list)
     tool_done: list[ToolObserver] = field(default_factory=list)
     before_compact: list[BeforeCompact] = field(default_factory=list)
+    before_prompt: list[Gate[str]] = field(default_factory=list)
+    before_tool: list[Gate[ToolUse]] = field(default_factory=list)
+    after_tool: list[Gate[ToolOutput]] = field(default_factory=list)
+    stop: list[Gate[StopState]] = field(default_factory=list)
+    task_change: list[Gate[TaskChange]] = field(default_factory=list)
 
     def collect_before_request(self, history: Sequence[Message]) -> list[Message]:
         added: list[Message] = []
@@ -89,3 +159,17 @@ class Lifecycle:
     async def notify_before_compact(self, info: CompactInfo) -> list[Event]:
         events = [await observer(info) for observer in self.before_compact]
         return [e for e in events if e is not None]
+
+
+async def run_gates(gates: Sequence[Gate[T]], subject: T) -> Verdict:
+    """Ask each gate in order; the first block ends it. Context and events add up."""
+    context: list[str] = []
+    events: list[Event] = []
+    for gate in gates:
+        verdict = await gate(subject)
+        events.extend(verdict.events)
+        if verdict.context:
+            context.append(verdict.context)
+        if verdict.block:
+            return Verdict(verdict.block, "\n\n".join(context), tuple(events))
+    return Verdict("", "\n\n".join(context), tuple(events))

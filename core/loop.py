@@ -44,7 +44,7 @@ from .events import (
 )
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
 from .history import missing_replies
-from .lifecycle import CompactInfo, Lifecycle, TurnState
+from .lifecycle import CompactInfo, Lifecycle, StopState, TurnState, run_gates
 from .model import (
     ChatModel,
     ContextOverflowError,
@@ -181,8 +181,22 @@ class Agent:
     # --- the turn -------------------------------------------------------------------
 
     async def _turn(self, prompt: str) -> AsyncIterator[Event]:
+        gate = await run_gates(self.lifecycle.before_prompt, prompt)
+        for event in gate.events:
+            yield event
+        if gate.block:  # never sent, never kept: the person reads why and may try again
+            yield Notice(f"prompt not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
+            yield TurnEnd("blocked")
+            return
         turn = _Turn({"role": "user", "content": prompt}, RepeatGuard(self.options.repeat_limit))
         self.append(turn.prompt)
+        if gate.context:
+            self.append({"role": "user", "content": gate.context})
+        async for event in self._steps(turn):
+            yield event
+
+    async def _steps(self, turn: _Turn) -> AsyncIterator[Event]:
+        """Requests and tool batches until the model ends the turn (and nothing continues it)."""
         for _ in range(self.options.max_turns):
             response: ModelResponse | None = None
             async for item in self._step(turn):
@@ -197,10 +211,10 @@ class Agent:
             calls = self._record_assistant(response)
             yield AssistantMessage(response.content, len(calls))
             if not calls:
-                ending = self._answered(turn, response)
-                if ending:
-                    for event in ending:
-                        yield event
+                events, ended = await self._answered(turn, response)
+                for event in events:
+                    yield event
+                if ended:
                     return
                 continue
             verdict = turn.guard.check(calls)
@@ -221,16 +235,23 @@ class Agent:
         yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
         yield TurnEnd("max_turns")
 
-    def _answered(self, turn: _Turn, response: ModelResponse) -> list[Event] | None:
-        """The model answered without tool calls: how the turn ends, or None to go on."""
+    async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
+        """The model answered without tool calls: the events to show, and whether the turn
+        ends (False: a turn-end check or a `stop` gate continued it)."""
         if response.finish_reason == "length":
-            return [Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning"), TurnEnd("length", response.content)]
+            cut = Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning")
+            return [cut, TurnEnd("length", response.content)], True
+        events: list[Event] = []
         follow_up = self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
         if follow_up is None:
-            return [TurnEnd("done", response.content)]
+            stop = await run_gates(self.lifecycle.stop, StopState(response.content, turn.stops))
+            events.extend(stop.events)
+            if not stop.block:
+                return [*events, TurnEnd("done", response.content)], True
+            follow_up, turn.stops = stop.block, turn.stops + 1
         turn.continuations += 1
         self.append({"role": "user", "content": follow_up})
-        return None
+        return events, False
 
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model request: compact if due, append reminders, ask. A request the server
@@ -490,6 +511,8 @@ class _Turn:
     prompt: Message
     guard: RepeatGuard
     continuations: int = 0
+    stops: int = 0
+    """How many times `stop` gates continued this turn."""
     answered: bool = False
     """Whether the model has answered anything in this turn yet."""
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .events import Notice
+from .events import Event, Notice
+from .hook_trust import is_trusted, trust
+from .hooks import HookRunner, HookSpec, hook_environment
 from .instructions import build_system_context, describe_loaded
 from .lifecycle import Lifecycle
 from .loop import Agent, AgentOptions
@@ -23,7 +25,8 @@ from .permissions import Approver, PermissionPolicy
 from .reminders import task_reminder_provider, unfinished_stop_check
 from .server_info import ServerInfo, probe
 from .session import Session, SessionInfo, find_session, latest_session, list_sessions
-from .settings import Config
+from .settings import Config, project_settings_path
+from .shell_hooks import SessionSource, ShellHooks
 from .tasks import TaskStore, attribution_observer
 from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
 from .tools import bash, files, search
@@ -101,6 +104,14 @@ class Runtime:
         self.tools = build_tools(config.tasks_version)
         self.session = session
         self.store = TaskStore.load(session.tasks_path)
+        self.hooks = ShellHooks(
+            HookRunner(
+                self._hook_specs(),
+                config.workspace,
+                env=hook_environment(config.workspace, [config.api_key_env]),
+                common=self._hook_fields,
+            )
+        )
         self.agent = self._make_agent()
 
     @classmethod
@@ -154,6 +165,56 @@ class Runtime:
         if tokens > self.budget.trigger:
             text += "; it is compacted before the next request"
         return text
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    @property
+    def project_hooks(self) -> list[HookSpec]:
+        return [spec for spec in self.config.hooks if spec.source == "project"]
+
+    @property
+    def project_hooks_trusted(self) -> bool:
+        """Run the project file's hooks? Only once the person said so (`core/hook_trust.py`),
+        or the user file / `--allow-project-hooks` trusts all projects."""
+        return self.config.allow_project_hooks or is_trusted(self.config.workspace, self.project_hooks)
+
+    @property
+    def untrusted_project_hooks(self) -> list[HookSpec]:
+        """Project hooks waiting for the person's yes (empty when there are none, or trusted)."""
+        return [] if self.project_hooks_trusted else self.project_hooks
+
+    def trust_project_hooks(self) -> None:
+        """The person accepted the project's hooks: remember it and run them from now on.
+        Raises OSError when the acceptance cannot be saved (they still run this time)."""
+        self.hooks.runner.specs = self.config.hooks
+        trust(self.config.workspace, self.project_hooks)
+
+    def untrusted_hooks_notice(self) -> Notice | None:
+        """For headless runs, which cannot ask: say that project hooks were skipped and how to run them."""
+        waiting = self.untrusted_project_hooks
+        if not waiting:
+            return None
+        commands = "; ".join(f"{s.event}: {s.command}" for s in waiting)
+        return Notice(
+            f"{len(waiting)} hook(s) in {project_settings_path(self.config.workspace)} not run: project hooks run "
+            f"once you accept them in the TUI, or with --allow-project-hooks ({commands})",
+            "warning",
+        )
+
+    async def start_session(self, source: SessionSource) -> list[Event]:
+        """Run the SessionStart hooks (start-up, `/new` → clear, resume); their context goes
+        to the model with the next prompt. Returns their events for the front end to show."""
+        return await self.hooks.session_start(source)
+
+    def _hook_specs(self) -> list[HookSpec]:
+        return [s for s in self.config.hooks if s.source == "user" or self.project_hooks_trusted]
+
+    def _hook_fields(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session.id,
+            "transcript_path": str(self.session.path),
+            "permission_mode": self.permissions.mode,
+        }
 
     def context_usage(self) -> tuple[int, int | None]:
         """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`)."""
@@ -237,6 +298,7 @@ class Runtime:
             turn_end=[unfinished_stop_check(self.store)],
             tool_done=[attribution_observer(self.store)],
         )
+        self.hooks.install(lifecycle)
         return Agent(
             model=self.model,
             tools=self.tools,

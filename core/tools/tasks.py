@@ -5,6 +5,12 @@ All are `kind="task"`: they only touch the agent's own list, so they never need
 approval. Models often send arguments as JSON text or Python literals (`"[{'content':
 …}]"`, `taskId: 3`, `"#3"`, `addBlockedBy: "1,2"`); those are normalised here, and
 anything still wrong becomes one clear `ToolError` line.
+
+TaskCreated / TaskCompleted hooks (`ctx.task_gates`) are asked before a change is made:
+the change is first worked out on the current list without saving it, and each task it
+would create or complete goes to the gates. A refusal fails the whole call with the
+hook's reason and the list stays as it was (a TodoWrite is all or nothing). Edits the
+person makes in the task panel ask no hooks: the person is the authority on the plan.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from .. import task_rules as rules
 from ..context import ToolContext
 from ..events import TasksUpdated
+from ..lifecycle import TaskChange, run_gates
 from ..task_rules import short_id
 from ..tasks import StoreError, Task, TaskStore, TodoItem, open_blockers, render_for_model
 from .base import Tool, ToolError, load_description, object_schema, short
@@ -126,6 +134,39 @@ async def _attempt(action: Awaitable[R]) -> R:
         raise ToolError(str(exc)) from exc
 
 
+def task_changes(before: Sequence[Task], after: Sequence[Task]) -> list[TaskChange]:
+    """The tasks `after` has that `before` did not, and the ones it newly completes."""
+    old = {t.id: t for t in before}
+    changes = []
+    for task in after:
+        prior = old.get(task.id)
+        if prior is None:
+            changes.append(TaskChange("TaskCreated", task))
+        if task.status == "completed" and (prior is None or prior.status != "completed"):
+            changes.append(TaskChange("TaskCompleted", task))
+    return changes
+
+
+Preview = Callable[[tuple[Task, ...], int], tuple[Task, ...]]
+
+
+async def _ask_hooks(ctx: ToolContext, store: TaskStore, preview: Preview) -> None:
+    """Let the task gates refuse what the call would do, before anything is saved."""
+    if not ctx.task_gates:
+        return
+    before = store.snapshot()
+    try:
+        after = preview(before, store.next_id)
+    except StoreError:
+        return  # the call itself fails with this error, so nothing would change
+    for change in task_changes(before, after):
+        verdict = await run_gates(ctx.task_gates, change)
+        for event in verdict.events:
+            ctx.emit(event)
+        if verdict.block:
+            raise ToolError(f"{verdict.block}\nThe task list is unchanged.")
+
+
 def _remaining(tasks: Sequence[Task]) -> str:
     left = sum(1 for t in tasks if t.status != "completed")
     if left:
@@ -146,6 +187,14 @@ async def _create(args: dict[str, Any], ctx: ToolContext) -> str:
     subject = _text(args, "subject", "title", required=True) or ""
     description = _text(args, "description") or ""
     active_form = _text(args, "activeForm", "active_form") or ""
+
+    def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
+        new, _ = rules.create(
+            tasks, next_id, subject, description=description, active_form=active_form, now=store.clock()
+        )
+        return new
+
+    await _ask_hooks(ctx, store, preview)
     task = await _attempt(store.create(subject, description, active_form))
     ctx.emit(TasksUpdated(store.snapshot()))
     return f"Task #{task.id} created: {task.subject}"
@@ -153,16 +202,34 @@ async def _create(args: dict[str, Any], ctx: ToolContext) -> str:
 
 async def _update(args: dict[str, Any], ctx: ToolContext) -> str:
     store = _store(ctx)
+    wanted, status = _required_id(args), _status(args.get("status"))
+    fields = rules.Fields(
+        subject=_text(args, "subject"),
+        description=_text(args, "description"),
+        active_form=_text(args, "activeForm", "active_form"),
+        owner=_text(args, "owner"),
+    )
+    blocks = id_list(args.get("addBlocks"), "addBlocks")
+    blocked_by = id_list(args.get("addBlockedBy"), "addBlockedBy")
+
+    def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
+        now = store.clock()
+        new, _ = rules.update(
+            tasks, wanted, status=status, changes=fields, now=now, add_blocks=blocks, add_blocked_by=blocked_by
+        )
+        return new
+
+    await _ask_hooks(ctx, store, preview)
     outcome = await _attempt(
         store.update(
-            _required_id(args),
-            status=_status(args.get("status")),
-            subject=_text(args, "subject"),
-            description=_text(args, "description"),
-            active_form=_text(args, "activeForm", "active_form"),
-            owner=_text(args, "owner"),
-            add_blocks=id_list(args.get("addBlocks"), "addBlocks"),
-            add_blocked_by=id_list(args.get("addBlockedBy"), "addBlockedBy"),
+            wanted,
+            status=status,
+            subject=fields.subject,
+            description=fields.description,
+            active_form=fields.active_form,
+            owner=fields.owner,
+            add_blocks=blocks,
+            add_blocked_by=blocked_by,
         )
     )
     tasks = store.snapshot()
@@ -234,7 +301,9 @@ def todo_items(value: Any) -> list[TodoItem]:
 
 async def _todo_write(args: dict[str, Any], ctx: ToolContext) -> str:
     store = _store(ctx)
-    outcome = await _attempt(store.replace_all(todo_items(args.get("todos"))))
+    items = todo_items(args.get("todos"))
+    await _ask_hooks(ctx, store, lambda tasks, next_id: rules.replace_all(tasks, next_id, items, store.clock())[0])
+    outcome = await _attempt(store.replace_all(items))
     ctx.emit(TasksUpdated(store.snapshot()))
     counts = {s: sum(1 for t in outcome.tasks if t.status == s) for s in ("completed", "in_progress", "pending")}
     detail = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
