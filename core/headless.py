@@ -7,14 +7,20 @@ Output formats:
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
 result says how to allow them. A compaction prints one line to stderr.
-Text that reaches a terminal (the answer, errors, notices) is sanitised like the TUI's:
-escape sequences from the model or the server are removed, never run; JSON output
-carries the text exactly, with every control character escaped.
+Text that reaches a terminal (the answer, errors, notices, hook output) is sanitised like
+the TUI's: escape sequences from the model, the server or a hook are removed, never run;
+JSON output carries the text exactly, with every control character escaped.
 
-Exit status (`reason`): 0 done; 1 error (or a rejected call); 3 `max_turns` (stopped
-after `--max-turns` model requests); 4 `length` (the answer was cut at the output limit);
-5 `loop` (the repeated-call guard stopped the model); 130 interrupted; 141 the reader of
-stdout went away. (2 is a usage or configuration error, from `tui/cli.py`.)
+Exit status (`reason`): 0 done; 1 error (or a rejected call, or a prompt a
+`UserPromptSubmit` hook blocked: `blocked`); 3 `max_turns` (stopped after `--max-turns`
+model requests); 4 `length` (the answer was cut at the output limit); 5 `loop` (the
+repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdout went
+away. (2 is a usage or configuration error, from `tui/cli.py`.)
+
+Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
+one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
+`stream-json` carries every hook run as a `HookResult` event. Project hooks that the
+person has not trusted do not run, and a warning says how to run them.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from .events import Compacted, Error, Event, Notice, TasksUpdated, TurnEnd, Usage
+from .events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
 from .runtime import Runtime
 from .tasks import render_tasks
 from .terminal import json_safe, sanitize
@@ -57,6 +63,8 @@ class _Tally:
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
+        elif isinstance(event, HookResult) and event.noteworthy:
+            print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens
             self.completion_tokens += event.completion_tokens
@@ -103,11 +111,16 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
     streaming = output_format == "stream-json"
     output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
-    for notice in runtime.startup_notices():
+    hooks_notice = runtime.untrusted_hooks_notice()
+    for notice in [*runtime.startup_notices(), *([hooks_notice] if hooks_notice else [])]:
         if notice.level != "info":
             print(f"todo-agent: {sanitize(notice.text)}", file=err)
         if streaming:
             output.json(event_to_json(notice))
+    for event in await runtime.start_session("resume" if runtime.history else "startup"):
+        if streaming:
+            output.json(event_to_json(event))
+        tally.feed(event)
     async with aclosing(runtime.agent.run_turn(prompt)) as events:
         async for event in events:
             if streaming:

@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         "-c", "--continue", dest="continue_latest", action="store_true", help="resume the latest session"
     )
     parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
+    parser.add_argument(
+        "--allow-project-hooks",
+        action="store_true",
+        help="run the hooks in .todo-agent/settings.toml without asking (needed for them in -p mode)",
+    )
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
     return parser
@@ -104,6 +109,7 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "tasks": args.tasks,
         "max_turns": args.max_turns,
         "context_window": args.context_window,
+        "allow_project_hooks": args.allow_project_hooks or None,
     }
     config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     config.demo = args.demo
