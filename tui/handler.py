@@ -16,6 +16,7 @@ from todo_agent.core.events import (
     Compacting,
     Error,
     Event,
+    HookResult,
     Notice,
     ResponseDiscarded,
     TasksUpdated,
@@ -69,6 +70,13 @@ class ConversationUI(Protocol):
         """The turn is over: stop spinners, give the prompt back."""
 
 
+def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
+    """A notice, or a hook that blocked or failed (a hook that ran fine says nothing)."""
+    if isinstance(event, Notice):
+        return NoticeEntry(event.text, event.level)
+    return NoticeEntry(event.describe(), "warning") if event.noteworthy else None
+
+
 class EventHandler:
     """Maps each core `Event` to calls on a `ConversationUI`."""
 
@@ -115,8 +123,8 @@ class EventHandler:
                 await self._tool_finished(event)
             case TasksUpdated(tasks=tasks):
                 await self.ui.show_tasks(tasks)
-            case Notice(text=text, level=level):
-                await self.ui.add_entry(NoticeEntry(text, level))
+            case Notice() | HookResult():
+                await self._notice(event)
             case Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=estimated):
                 self.ui.show_usage(prompt, completion, estimated)
             case Error(message=message):
@@ -132,6 +140,11 @@ class EventHandler:
             self._started.add(event.call_id)
             await self.ui.add_entry(ToolEntry(event.call_id, event.name, event.summary))
         await self.ui.finish_tool(event.call_id, event.name, event.output, event.status, event.elapsed)
+
+    async def _notice(self, event: Notice | HookResult) -> None:
+        entry = notice_entry(event)
+        if entry is not None:
+            await self.ui.add_entry(entry)
 
     async def _end_stream(self) -> None:
         self._streaming = False

@@ -2,6 +2,11 @@
 
 It implements `ConversationUI` for the event handler, runs agent turns in a worker (never
 blocking the UI), and carries out slash commands and the person's edits to the plan.
+
+Hooks: at start-up, project hooks the person has not accepted are shown in a modal
+(`HookTrustScreen`) before anything runs; then the SessionStart hooks run (again after
+`/new` and on resume), and a turn waits for them, so their context goes with the first
+prompt. A prompt a `UserPromptSubmit` hook blocked goes back into an empty prompt box.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from todo_agent.core.events import Event
 from todo_agent.core.permissions import MODES
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionError
-from todo_agent.core.settings import PanelPlace
+from todo_agent.core.settings import PanelPlace, project_settings_path
+from todo_agent.core.shell_hooks import SessionSource
 from todo_agent.core.tasks import StoreError, Task, render_tasks
 
 from ..commands import help_text, looks_like_command, parse
@@ -36,6 +42,7 @@ from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
+from .hook_trust import HookTrustScreen
 from .sessions import SessionsScreen
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
@@ -76,6 +83,10 @@ class MainScreen(Screen[None]):
         self.panel_place: PanelPlace = runtime.config.task_panel
         self._panel_shown_place: PanelPlace = "right" if self.panel_place == "hidden" else self.panel_place
         self._ready = asyncio.Event()
+        self._hooks_ready = asyncio.Event()
+        """Set once the SessionStart hooks are done (turns wait for it)."""
+        self._sent = ""
+        """The prompt of the latest turn (given back if a hook blocks it)."""
         self._turn: Worker[None] | None = None
         self._queued: list[str] = []
         self._tasks_seen = ""
@@ -119,6 +130,7 @@ class MainScreen(Screen[None]):
         await self._show_session()
         if self.pick_session:
             self._pick_session()
+        self._ask_hook_trust()
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
@@ -144,8 +156,45 @@ class MainScreen(Screen[None]):
         preload_markdown()
         self.runtime.warm_up()
 
+    # --- hooks -------------------------------------------------------------------------
+
+    def _ask_hook_trust(self) -> None:
+        waiting = self.runtime.untrusted_project_hooks
+        if not waiting:
+            self.run_session_start("resume" if self.runtime.history else "startup")
+            return
+        path = project_settings_path(self.runtime.config.workspace)
+        self.app.push_screen(HookTrustScreen(waiting, path), callback=self._hook_trust_answered)
+
+    async def _hook_trust_answered(self, accepted: bool | None) -> None:
+        if accepted:
+            try:
+                self.runtime.trust_project_hooks()
+                await self.conversation.add(NoticeEntry("project hooks accepted: they run from now on"))
+            except OSError as exc:  # they run this time; the next start asks again
+                await self.conversation.add(NoticeEntry(str(exc), "warning"))
+        else:
+            await self.conversation.add(
+                NoticeEntry("project hooks not run this session; you will be asked again next time", "warning")
+            )
+        self.run_session_start("resume" if self.runtime.history else "startup")
+
+    @work(exclusive=True, group="session-start", exit_on_error=False)
+    async def run_session_start(self, source: SessionSource) -> None:
+        self._hooks_ready.clear()
+        try:
+            handler = EventHandler(self)
+            for event in await self.runtime.start_session(source):
+                await handler.handle(event)
+        finally:
+            self._hooks_ready.set()
+
+    # --- turns -------------------------------------------------------------------------
+
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str) -> None:
+        self._sent = prompt
+        await self._hooks_ready.wait()  # SessionStart's context goes with the first prompt
         if not self._ready.is_set():  # sent right at launch: the client is still being built
             self.status.set_activity("connecting…")
             await self._ready.wait()
@@ -274,6 +323,9 @@ class MainScreen(Screen[None]):
 
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")
+        prompt = self.query_one(PromptInput)
+        if reason == "blocked" and not prompt.text.strip():  # not sent: the person may edit and retry
+            prompt.text = self._sent
 
     # --- the prompt --------------------------------------------------------------
 
@@ -343,6 +395,7 @@ class MainScreen(Screen[None]):
         self.runtime.new_session()
         await self._show_session()
         await self.conversation.add(NoticeEntry(f"new session {self.runtime.session.id}"))
+        self.run_session_start("clear")
 
     def _compact(self, focus: str) -> None:
         if self._refuse_while_busy("compact"):
@@ -366,6 +419,7 @@ class MainScreen(Screen[None]):
             await self.conversation.add(NoticeEntry(str(exc), "error"))
             return
         await self._show_session()
+        self.run_session_start("resume")
 
     async def _set_mode(self, argument: str) -> None:
         if not argument:

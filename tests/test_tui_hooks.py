@@ -1,0 +1,116 @@
+"""Hooks in the TUI: notices for hooks that block or fail, the project-hook trust prompt,
+SessionStart before the first prompt, a blocked prompt given back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_tui_handler import run
+from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, turn_done, wait_until
+
+from todo_agent.core.events import HookResult
+from todo_agent.core.hook_trust import trust_path
+from todo_agent.core.hooks import HookSpec
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.hook_trust import HookTrustScreen
+from todo_agent.tui.transcript import NoticeEntry
+from todo_agent.tui.widgets.prompt import PromptInput
+
+
+def notices(app: TodoAgentApp) -> list[str]:
+    return [e.text for e in main_screen(app).conversation.entries if isinstance(e, NoticeEntry)]
+
+
+async def test_handler_shows_hooks_that_block_or_fail_and_nothing_for_the_rest() -> None:
+    blocked = HookResult("PreToolUse", "./guard.sh", "blocked", 2, "no pushes")
+    failed = HookResult("PostToolUse", "ruff format", "failed", 1, "ruff: command not found")
+    timed_out = HookResult("Stop", "./slow.sh", "timeout", None, "timed out after 5 s; it was killed")
+    fine = HookResult("PreToolUse", "./guard.sh", "ok", 0)
+    assert await run(blocked, failed, timed_out, fine) == [
+        ("entry", NoticeEntry("PreToolUse hook blocked: ./guard.sh (exit 2): no pushes", "warning")),
+        ("entry", NoticeEntry("PostToolUse hook failed: ruff format (exit 1): ruff: command not found", "warning")),
+        ("entry", NoticeEntry("Stop hook timed out: ./slow.sh: timed out after 5 s; it was killed", "warning")),
+    ]
+
+
+async def test_a_blocked_tool_call_shows_the_hooks_notice(workspace: Path) -> None:
+    hook = HookSpec("PreToolUse", "echo 'git push is blocked here' >&2; exit 2", matcher="Bash")
+    app = make_app(workspace, [bash_step("git push"), {"text": "ok, not pushing"}], hooks=[hook])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "push")
+        await turn_done(pilot)
+        assert (
+            "PreToolUse hook blocked: echo 'git push is blocked here' >&2; exit 2 (exit 2): git push is blocked here"
+            in notices(app)
+        )
+        text = screen_text(app)
+        assert "PreToolUse hook blocked" in text and "ok, not pushing" in text
+
+
+async def test_a_blocked_prompt_goes_back_into_the_prompt_box(workspace: Path) -> None:
+    hook = HookSpec("UserPromptSubmit", "echo 'mention a ticket number' >&2; exit 2")
+    app = make_app(workspace, [], hooks=[hook])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "fix the login bug")
+        await turn_done(pilot)
+        screen = main_screen(app)
+        assert screen.query_one(PromptInput).text == "fix the login bug"
+        assert "prompt not sent: a UserPromptSubmit hook blocked it: mention a ticket number" in notices(app)
+        assert "prompt not sent" in screen_text(app)
+        assert app.runtime is not None and app.runtime.history == []
+
+
+async def test_session_start_runs_before_the_first_prompt_and_its_failure_shows(workspace: Path) -> None:
+    hooks = [
+        HookSpec("SessionStart", "echo 'on branch main'"),
+        HookSpec("SessionStart", "echo 'git: not a repository' >&2; exit 1"),
+    ]
+    app = make_app(workspace, [{"text": "hello"}], hooks=hooks)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any("SessionStart hook failed" in n for n in notices(app)))
+        await send(pilot, "hi")
+        await turn_done(pilot)
+        assert app.runtime is not None
+        assert "on branch main" in str(app.runtime.history[1]["content"])
+
+
+async def test_untrusted_project_hooks_are_listed_and_run_only_after_yes(workspace: Path) -> None:
+    hooks = [
+        HookSpec("UserPromptSubmit", "echo project-context", source="project"),
+        HookSpec("PreToolUse", "./check.sh", matcher="Bash", source="project"),
+    ]
+    app = make_app(workspace, [{"text": "one"}], hooks=hooks)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        text = screen_text(app)
+        assert "Run this project's hooks?" in text
+        assert "UserPromptSubmit  echo project-context" in text and "PreToolUse [Bash]  ./check.sh" in text
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HookTrustScreen))
+        await send(pilot, "hi")
+        await turn_done(pilot)
+        assert app.runtime is not None
+        assert "project-context" in str(app.runtime.history[1]["content"])
+        assert str(workspace) in json.loads(trust_path().read_text())
+    # Accepted once: the next start does not ask.
+    again = make_app(workspace, [], hooks=hooks)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not isinstance(again.screen, HookTrustScreen)
+
+
+async def test_declined_project_hooks_do_not_run_and_are_asked_again(workspace: Path) -> None:
+    hooks = [HookSpec("UserPromptSubmit", "echo project-context", source="project")]
+    app = make_app(workspace, [{"text": "one"}], hooks=hooks)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: any("project hooks not run this session" in n for n in notices(app)))
+        await send(pilot, "hi")
+        await turn_done(pilot)
+        assert app.runtime is not None and len(app.runtime.history) == 2  # the prompt and the answer only
+    assert not trust_path().exists()
+    again = make_app(workspace, [], hooks=hooks)
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(again.screen, HookTrustScreen))
