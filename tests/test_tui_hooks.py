@@ -83,8 +83,8 @@ async def test_untrusted_project_hooks_are_listed_and_run_only_after_yes(workspa
     app = make_app(workspace, [{"text": "one"}], hooks=hooks)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        await wait_until(pilot, lambda: "Run this project's hooks?" in screen_text(app))
         text = screen_text(app)
-        assert "Run this project's hooks?" in text
         assert "UserPromptSubmit  echo project-context" in text and "PreToolUse [Bash]  ./check.sh" in text
         await pilot.press("y")
         await wait_until(pilot, lambda: not isinstance(app.screen, HookTrustScreen))

@@ -130,7 +130,7 @@ class MainScreen(Screen[None]):
         await self._show_session()
         if self.pick_session:
             self._pick_session()
-        self._ask_hook_trust()
+        self.call_after_refresh(self._ask_hook_trust)  # a modal pushed before the first frame would stall warm-up
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
