@@ -171,3 +171,52 @@ case "$file" in *.py) {ruff} format --quiet "$file" ;; esac
     ]
     kinds = [e["type"] for e in events]
     assert kinds.index("HookResult") < kinds.index("ToolFinished")
+
+
+def readme_example() -> str:
+    """The worked example of the README's Hooks section, as written there."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Hooks", 1)[1].split("\n## ", 1)[0]
+    return section.split("A worked example", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_worked_example_does_what_it_says(workspace: Path) -> None:
+    project_hooks(workspace, readme_example())
+    (workspace / "app.py").write_text("x = 1\n")
+    (workspace / "test_app.py").write_text("import app\n\ndef test_f():\n    assert app.f() == 1\n")
+    edit = tc("Edit", file_path="app.py", old_string="x = 1\n", new_string="def f( ):\n  return 2\n")
+    responses = [
+        {
+            "tool_calls": [
+                tc("TaskCreate", subject="Add f"),
+                tc("TaskUpdate", taskId="1", status="in_progress"),
+                tc("Bash", command="git push origin main"),
+                edit,
+                tc("TaskUpdate", taskId="1", status="completed"),
+            ]
+        },
+        {"text": "f returns 2 but the test wants 1."},
+        {"text": "Leaving #1 in progress."},
+    ]
+    with run_in_thread(responses) as server:
+        result = todo_agent(
+            workspace,
+            server.base_url,
+            "-p",
+            "add f",
+            "--tasks",
+            "v2",
+            "--permission-mode",
+            "bypassPermissions",
+            "--allow-project-hooks",
+            "--output-format",
+            "json",
+        )
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr
+    replies = tool_replies(requests[1])
+    assert replies[2] == "PreToolUse hook blocked this call:\nno pushing: open a PR"
+    assert (workspace / "app.py").read_text() == "def f():\n    return 2\n"
+    assert replies[4].startswith('Error: TaskCompleted hook refused completing task #1 "Add f":')
+    assert "assert 2 == 1" in replies[4]
+    assert [t["status"] for t in json.loads(result.stdout.splitlines()[-1])["tasks"]] == ["in_progress"]
