@@ -75,6 +75,10 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
+COMMAND_WIDTH = 60
+"""Characters of a hook's command a one-line description keeps."""
+
+
 @dataclass(frozen=True)
 class HookResult:
     """A shell hook from settings ran (every run, so `stream-json` shows them all)."""
@@ -102,7 +106,10 @@ class HookResult:
         what = {"blocked": "blocked", "failed": "failed", "timeout": "timed out", "ok": "ran"}[self.status]
         code = f" (exit {self.exit_code})" if self.exit_code is not None else ""
         detail = f": {self.message}" if self.message else ""
-        return f"{self.hook_event} hook {what}: {self.command}{code}{detail}"
+        command = " ".join(self.command.split())  # one line, whatever the settings file holds
+        if len(command) > COMMAND_WIDTH:
+            command = command[: COMMAND_WIDTH - 1] + "…"
+        return f"{self.hook_event} hook {what}: {command}{code}{detail}"
 
 
 @dataclass(frozen=True)

@@ -349,3 +349,11 @@ def test_specs_from_a_settings_table_keep_their_source() -> None:
         HookSpec("Stop", "b", "", 60.0, "project"),
         HookSpec("Stop", "c", "", 1.5, "project"),
     ]
+
+
+def test_a_long_or_multi_line_command_is_shortened_in_the_description() -> None:
+    command = "jq -r .tool_input.command |\n  grep -q 'git push' && { echo 'no pushing: open a PR' >&2; exit 2; }"
+    line = HookResult("PreToolUse", command, "blocked", 2, "no pushing").describe()
+    assert line == (
+        "PreToolUse hook blocked: jq -r .tool_input.command | grep -q 'git push' && { echo 'n… (exit 2): no pushing"
+    )
