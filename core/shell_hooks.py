@@ -80,7 +80,7 @@ class ShellHooks:
     async def before_tool(self, use: ToolUse) -> Verdict:
         fields = {"tool_name": use.name, "tool_input": dict(use.arguments), "tool_use_id": use.call_id}
         outcome = await self.runner.run("PreToolUse", fields, target=use.name)
-        return _verdict(outcome, block=f"PreToolUse hook blocked this call:\n{outcome.reason}")
+        return _verdict(outcome, block=f"PreToolUse hook blocked this call: {outcome.reason}")
 
     async def after_tool(self, done: ToolOutput) -> Verdict:
         use = done.use
@@ -126,7 +126,7 @@ class ShellHooks:
         }
         outcome = await self.runner.run(change.event, fields, target=task.subject)
         verb = "creating" if change.event == "TaskCreated" else "completing"
-        block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}":\n{outcome.reason}'
+        block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}": {outcome.reason}'
         return _verdict(outcome, block=block)
 
     async def before_compact(self, trigger: str, focus: str = "") -> list[Event]:

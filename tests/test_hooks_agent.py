@@ -141,7 +141,7 @@ async def test_pre_tool_use_exit_2_stops_bash_and_the_model_gets_stderr(workspac
     assert asked == []  # the hook comes before the permission check: nobody is asked about a refused call
     [finished] = [e for e in events if isinstance(e, ToolFinished)]
     assert finished.status == "denied" and finished.is_error
-    assert finished.output == "PreToolUse hook blocked this call:\ngit push is not allowed here"
+    assert finished.output == "PreToolUse hook blocked this call: git push is not allowed here"
     assert model.requests[1][-1] == {"role": "tool", "tool_call_id": finished.call_id, "content": finished.output}
     assert hook_results(events)[0].status == "blocked"
     [received] = recorded(workspace)
@@ -164,7 +164,7 @@ async def test_pre_tool_use_matcher_and_exit_0_let_the_call_run(workspace: Path)
     await turn(runtime, "go")
     assert (workspace / "made").read_text() == "hi\n"
     assert [r["tool_name"] for r in recorded(workspace)] == ["Bash"]
-    assert tool_messages(runtime) == ["(no output)", "PreToolUse hook blocked this call:\nreads are off"]
+    assert tool_messages(runtime) == ["(no output)", "PreToolUse hook blocked this call: reads are off"]
 
 
 async def test_pre_tool_use_blocks_reads_in_a_concurrent_group(workspace: Path) -> None:
@@ -176,7 +176,7 @@ async def test_pre_tool_use_blocks_reads_in_a_concurrent_group(workspace: Path) 
     )
     await turn(runtime, "read both")
     first, second = tool_messages(runtime)
-    assert "A" in first and second == "PreToolUse hook blocked this call:\nnot b"
+    assert "A" in first and second == "PreToolUse hook blocked this call: not b"
 
 
 async def test_post_tool_use_runs_ruff_format_after_an_edit(workspace: Path) -> None:
@@ -293,8 +293,8 @@ async def test_task_completed_exit_2_keeps_the_task_in_progress_and_the_file_unc
     assert runtime.store.get("1") is not None and runtime.store.get("1").status == "in_progress"  # type: ignore[union-attr]
     result = tool_messages(runtime)[-1]
     assert result == (
-        'Error: TaskCompleted hook refused completing task #1 "Fix the tests":\n'
-        "2 tests failing\nThe task list is unchanged."
+        'Error: TaskCompleted hook refused completing task #1 "Fix the tests": 2 tests failing\n'
+        "The task list is unchanged."
     )
     assert [r.status for r in hook_results(events)] == ["blocked"]
     [received] = recorded(workspace)

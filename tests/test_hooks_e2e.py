@@ -57,7 +57,7 @@ def test_pre_tool_use_exit_2_stops_bash_and_the_model_reads_why(workspace: Path)
     assert result.returncode == 0, result.stderr
     assert not (workspace / "pushed").exists() and (workspace / "allowed").exists()
     assert tool_replies(requests[1]) == [
-        "PreToolUse hook blocked this call:\ngit push is blocked in this repository: open a pull request instead"
+        "PreToolUse hook blocked this call: git push is blocked in this repository: open a pull request instead"
     ]
     # One line on stderr says which hook blocked what.
     assert (
@@ -215,8 +215,11 @@ def test_the_readme_worked_example_does_what_it_says(workspace: Path) -> None:
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr
     replies = tool_replies(requests[1])
-    assert replies[2] == "PreToolUse hook blocked this call:\nno pushing: open a PR"
+    assert replies[2] == "PreToolUse hook blocked this call: no pushing: open a PR"
     assert (workspace / "app.py").read_text() == "def f():\n    return 2\n"
-    assert replies[4].startswith('Error: TaskCompleted hook refused completing task #1 "Add f":')
+    assert replies[4].startswith(
+        'Error: TaskCompleted hook refused completing task #1 "Add f": tests fail; fix them first'
+    )
     assert "assert 2 == 1" in replies[4]
+    assert "TaskCompleted hook blocked: " in result.stderr and "(exit 2): tests fail; fix them first" in result.stderr
     assert [t["status"] for t in json.loads(result.stdout.splitlines()[-1])["tasks"]] == ["in_progress"]
