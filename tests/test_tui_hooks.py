@@ -55,7 +55,8 @@ async def test_a_blocked_prompt_goes_back_into_the_prompt_box(workspace: Path) -
         await send(pilot, "fix the login bug")
         await turn_done(pilot)
         screen = main_screen(app)
-        assert screen.query_one(PromptInput).text == "fix the login bug"
+        prompt = screen.query_one(PromptInput)
+        assert prompt.text == "fix the login bug" and prompt.cursor_location == (0, len("fix the login bug"))
         assert "prompt not sent: a UserPromptSubmit hook blocked it: mention a ticket number" in notices(app)
         assert "prompt not sent" in screen_text(app)
         assert app.runtime is not None and app.runtime.history == []

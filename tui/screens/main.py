@@ -326,6 +326,7 @@ class MainScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         if reason == "blocked" and not prompt.text.strip():  # not sent: the person may edit and retry
             prompt.text = self._sent
+            prompt.move_cursor(prompt.document.end)
 
     # --- the prompt --------------------------------------------------------------
 
