@@ -204,7 +204,7 @@ async def test_post_tool_use_runs_ruff_format_after_an_edit(workspace: Path) -> 
 
 
 async def test_post_tool_use_exit_2_feedback_goes_to_the_model_with_the_result(workspace: Path) -> None:
-    hook = HookSpec("PostToolUse", "echo 'lint: unused import os' >&2; exit 2", matcher="Bash")
+    hook = HookSpec("PostToolUse", f"{RECORD}; echo 'lint: unused import os' >&2; exit 2", matcher="Bash")
     runtime, _ = make_runtime(
         workspace,
         [{"tool_calls": [tc("Bash", command="echo built")]}, {"text": "fixing"}],
@@ -219,6 +219,15 @@ async def test_post_tool_use_exit_2_feedback_goes_to_the_model_with_the_result(w
     [finished] = [e for e in events if isinstance(e, ToolFinished)]
     assert finished.status == "ok"  # the call itself worked
     assert hook_results(events)[0].status == "blocked"
+    assert recorded(workspace) == [
+        {
+            **common(runtime, workspace, "PostToolUse"),
+            "tool_name": "Bash",
+            "tool_input": {"command": "echo built"},
+            "tool_use_id": finished.call_id,
+            "tool_response": {"output": "built", "is_error": False},
+        }
+    ]
 
 
 async def test_hooks_never_see_the_api_key(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,10 +374,16 @@ async def test_task_events_fire_for_both_create_and_complete(workspace: Path) ->
         HookSpec("TaskCompleted", RECORD),
     )
     await turn(runtime, "go")
-    assert [(r["hook_event_name"], r["task"]["status"], r["task"]["activeForm"]) for r in recorded(workspace)] == [
-        ("TaskCreated", "pending", "Doing A"),
-        ("TaskCompleted", "completed", "Doing A"),
-    ]
+    created, completed = recorded(workspace)
+    task = {"id": "1", "subject": "A", "description": "", "status": "pending", "activeForm": "Doing A", "owner": ""}
+    assert created == {
+        **common(runtime, workspace, "TaskCreated"),
+        "task": task,
+        "task_id": "1",
+        "task_subject": "A",
+        "task_description": "",
+    }
+    assert completed["hook_event_name"] == "TaskCompleted" and completed["task"] == {**task, "status": "completed"}
 
 
 async def test_panel_edits_ask_no_hooks(workspace: Path) -> None:
