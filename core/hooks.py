@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .events import Event, HookResult, Notice
-from .tools.bash import CappedOutput
+from .tools.bash import HIDDEN_ENV_DEFAULT, CappedOutput
 
 HookEvent = Literal[
     "SessionStart",
@@ -431,16 +431,13 @@ def fold(event: HookEvent, runs: Iterable[HookRun]) -> HookOutcome:
 
 # --- the runner ------------------------------------------------------------------------
 
-SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
-"""Never handed to a hook: a hook is a shell command, often from a cloned repository."""
-
 
 def hook_environment(
     workspace: Path, secret_names: Iterable[str] = (), base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment hooks run with: ours, minus the API key variables, plus the project
     directory under Claude Code's name (scripts written for it use `$CLAUDE_PROJECT_DIR`)."""
-    drop = {*SECRET_ENV, *secret_names}
+    drop = {*HIDDEN_ENV_DEFAULT, *secret_names}  # as for Bash: the key is not a command's business
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
     env["CLAUDE_PROJECT_DIR"] = env["TODO_AGENT_PROJECT_DIR"] = str(workspace)
     return env
