@@ -4,14 +4,18 @@ SessionStart before the first prompt, a blocked prompt given back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from test_tui_handler import run
+from textual.pilot import Pilot
 from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, turn_done, wait_until
 
-from todo_agent.core.events import HookResult
+from todo_agent.core.events import HookResult, Notice
 from todo_agent.core.hook_trust import trust_path
 from todo_agent.core.hooks import HookSpec
+from todo_agent.core.runtime import Runtime
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.hook_trust import HookTrustScreen
 from todo_agent.tui.transcript import NoticeEntry
@@ -115,3 +119,22 @@ async def test_declined_project_hooks_do_not_run_and_are_asked_again(workspace: 
     again = make_app(workspace, [], hooks=hooks)
     async with again.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: isinstance(again.screen, HookTrustScreen))
+
+
+def test_trust_prompt_snapshot(snap_compare: Callable[..., bool], workspace: Path, monkeypatch: Any) -> None:
+    """What the person sees before a cloned repository's hooks may run."""
+    monkeypatch.setattr(Runtime, "startup_notices", lambda self: [Notice("date 2026-01-15")])
+    monkeypatch.setattr(Runtime, "context_usage", lambda self: (0, 128_000))
+    hooks = [
+        HookSpec("PreToolUse", "jq -r .tool_input.command | grep -q 'git push' && exit 2; exit 0", "Bash"),
+        HookSpec("PostToolUse", 'ruff format --quiet "$(jq -r .tool_input.file_path)"', "Edit|Write"),
+        HookSpec("TaskCompleted", "python -m pytest -q -x >&2 || exit 2"),
+        HookSpec("SessionStart", "git status --short"),
+    ]
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.push_screen(HookTrustScreen(hooks, Path("/home/you/shop/.todo-agent/settings.toml")))
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, HookTrustScreen))
+        await pilot.pause()
+
+    assert snap_compare(make_app(workspace, []), terminal_size=SIZE, run_before=run_before)
