@@ -6,8 +6,8 @@
   appending to it, runs in the loop just before these providers (`core/compaction.py`).
 - `before_compact`: awaited just before a compaction's summary request, with what
   triggered it (`auto`, `manual`, `overflow`) and the person's focus text. This is where
-  the `PreCompact` hook plugs in; an observer may return an event (a notice), which the
-  loop yields. It cannot veto the compaction: a history that no longer fits must shrink.
+  the `PreCompact` hook plugs in; an observer returns the events (notices) for the
+  person, which the loop yields. It cannot veto the compaction: a history that no longer fits must shrink.
 - `turn_end`: run when the model ends its turn without tool calls; the first that
   returns text gets it appended as a user message and the turn continues.
 - `tool_done`: awaited after every tool call that ran (for per-task attribution); an
@@ -122,7 +122,7 @@ class TaskChange:
 
 Gate = Callable[[T], Awaitable[Verdict]]
 BeforeRequest = Callable[[Sequence[Message]], list[Message]]
-BeforeCompact = Callable[[CompactInfo], Awaitable["Event | None"]]
+BeforeCompact = Callable[[CompactInfo], Awaitable["Sequence[Event]"]]
 TurnEndCheck = Callable[[TurnState], str | None]
 ToolObserver = Callable[[ToolRecord], Awaitable["Event | None"]]
 
@@ -157,8 +157,7 @@ class Lifecycle:
         return [e for e in events if e is not None]
 
     async def notify_before_compact(self, info: CompactInfo) -> list[Event]:
-        events = [await observer(info) for observer in self.before_compact]
-        return [e for e in events if e is not None]
+        return [event for observer in self.before_compact for event in await observer(info)]
 
 
 async def run_gates(gates: Sequence[Gate[T]], subject: T) -> Verdict:

@@ -24,7 +24,7 @@ from typing import Literal
 
 from .events import Event, Notice
 from .hooks import HookEvent, HookOutcome, HookRunner
-from .lifecycle import Lifecycle, StopState, TaskChange, ToolOutput, ToolUse, Verdict
+from .lifecycle import CompactInfo, Lifecycle, StopState, TaskChange, ToolOutput, ToolUse, Verdict
 from .reminders import wrap
 
 MAX_STOP_CONTINUATIONS = 3
@@ -59,6 +59,7 @@ class ShellHooks:
         lifecycle.after_tool.append(self.after_tool)
         lifecycle.stop.append(self.stop)
         lifecycle.task_change.append(self.task_change)
+        lifecycle.before_compact.append(self.before_compact)
 
     async def session_start(self, source: SessionSource) -> list[Event]:
         """Run the SessionStart hooks; their context goes out with the next prompt."""
@@ -129,8 +130,8 @@ class ShellHooks:
         block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}": {outcome.reason}'
         return _verdict(outcome, block=block)
 
-    async def before_compact(self, trigger: str, focus: str = "") -> list[Event]:
+    async def before_compact(self, info: CompactInfo) -> list[Event]:
         # Claude Code knows two triggers; a compaction forced by an overflowing request is automatic.
-        trigger = "manual" if trigger == "manual" else "auto"
-        outcome = await self.runner.run("PreCompact", {"trigger": trigger, "custom_instructions": focus}, trigger)
+        trigger = "manual" if info.trigger == "manual" else "auto"
+        outcome = await self.runner.run("PreCompact", {"trigger": trigger, "custom_instructions": info.focus}, trigger)
         return list(outcome.events)

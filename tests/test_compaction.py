@@ -345,9 +345,9 @@ async def test_the_before_compact_seam_is_told_the_trigger_and_focus(workspace: 
     """Where the PreCompact hook plugs in: awaited first, its notice shown, and it cannot stop it."""
     seen: list[CompactInfo] = []
 
-    async def observer(info: CompactInfo) -> Event | None:
+    async def observer(info: CompactInfo) -> list[Event]:
         seen.append(info)
-        return Notice("PreCompact hook ran")
+        return [Notice("PreCompact hook ran")]
 
     model = Summarising([{"text": f"{n}: {CHUNK}"} for n in ("one", "two")])
     runtime = runtime_for(workspace, model)

@@ -223,3 +223,27 @@ def test_the_readme_worked_example_does_what_it_says(workspace: Path) -> None:
     assert "assert 2 == 1" in replies[4]
     assert "TaskCompleted hook blocked: " in result.stderr and "(exit 2): tests fail; fix them first" in result.stderr
     assert [t["status"] for t in json.loads(result.stdout.splitlines()[-1])["tasks"]] == ["in_progress"]
+
+
+def test_pre_compact_runs_before_a_compaction_with_claude_code_fields(workspace: Path) -> None:
+    """PreCompact through the real CLI: a server that refuses anything over 5,000 tokens forces
+    a compaction; the hook is told `trigger: auto` (an overflow is automatic, as in Claude Code)."""
+    project_hooks(
+        workspace,
+        '[[hooks.PreCompact]]\ncommand = "cat > .todo-agent/pre-compact.json"\n',
+    )
+    (workspace / "module.txt").write_text("".join(f"{n:04d} a line of the module under review\n" for n in range(120)))
+    responses = [
+        {"tool_calls": [tc("Read", file_path="module.txt")]},
+        {"tool_calls": [tc("Read", file_path="module.txt", offset=2)]},
+        {"text": "Reviewed."},
+    ]
+    summary = {"text": "## Goal\nReview module.txt."}
+    with run_in_thread(responses, context_limit=5000, without_tools=summary) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "review module.txt", "--allow-project-hooks")
+    assert result.returncode == 0, result.stderr
+    assert "compacted the conversation" in result.stderr
+    told = json.loads((workspace / ".todo-agent" / "pre-compact.json").read_text())
+    assert told["hook_event_name"] == "PreCompact" and told["trigger"] == "auto"
+    assert told["custom_instructions"] == ""
+    assert told["session_id"] and Path(told["transcript_path"]).exists()
