@@ -73,6 +73,7 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints every thread's stack
     )
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -81,6 +82,10 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # where is it stuck? (the stacks go to the failure)
+        _, err = proc.communicate(timeout=20)
+        pytest.fail(f"Ctrl-C did not end the run within 20 s; its stacks:\n{err[-8000:]}")
     finally:
         proc.kill()
     assert proc.returncode == 130, err
