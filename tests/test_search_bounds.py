@@ -67,14 +67,21 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"tool_calls": [{"name": "Grep", "arguments": {"pattern": CATASTROPHIC}}]}, "x"]))
     command = [str(Path(sys.executable).with_name("todo-agent")), "-p", "find", "--model", f"script:{script}"]
-    proc = subprocess.Popen(
-        [*command, "--output-format", "stream-json"],
-        cwd=workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints every thread's stack
-    )
+    # Started as from a terminal. A suite run in the background (`pytest &` in a script)
+    # has SIGINT ignored, and a child inherits that: it would rightly ignore Ctrl-C, as a
+    # background job must. A handler of our own is reset to the default by exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [*command, "--output-format", "stream-json"],
+            cwd=workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints every thread's stack
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert proc.stdout is not None
     for line in proc.stdout:
         if '"type": "ToolStarted"' in line:
