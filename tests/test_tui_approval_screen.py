@@ -159,3 +159,18 @@ async def test_control_and_invisible_characters_are_flagged(workspace: Path) -> 
         assert "echo ok␛[2K␍rm -rf ~ #<U+200B>" in text
         await open_dialog(pilot, bash_request("pytest -q"))
         assert "invisible characters" not in screen_text(app)
+
+
+async def test_an_answer_faster_than_the_layout_closes_the_dialog_cleanly(workspace: Path) -> None:
+    """Answered while its layout callbacks were still queued (a quick key on a loaded
+    machine): they run on a dialog already taken down and must do nothing, not crash."""
+    app = make_app(workspace, [])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_dialog(pilot, edit_request())
+        await pilot.press("1")
+        await wait_until(pilot, lambda: screen not in app.screen_stack and not screen.children)
+        screen._fit_preview()  # what `call_after_refresh` had queued
+        screen._show_more()
+        screen.on_resize()
+        await pilot.pause()
+        assert screen.fitted and app.is_running and app.return_code is None

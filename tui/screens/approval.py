@@ -172,10 +172,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def refit(self) -> None:
         """Size the dialog to the screen, then again once laid out (see `_fit_preview`)."""
+        dialog = next(self.query("#approval-dialog").results(), None)
+        if dialog is None:  # (gone: answered before this ran)
+            return
         self.fitted = False
         compact = self.size.height < COMPACT_BELOW
         self.set_class(compact, "-compact")
-        dialog = self.query_one("#approval-dialog")
         self._dialog_rows = max(1, self.size.height - 1 - (0 if compact else 2))  # 1: the footer
         dialog.styles.max_height = self._dialog_rows
         self.call_after_refresh(self._fit_preview)
@@ -184,7 +186,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """Give the preview the rows the rest of the dialog leaves, so the choices stay
         on screen; say what is out of sight when it does not fit."""
         preview = self._preview
-        if preview is None:
+        if preview is None or not self.query("#approval-more"):  # (gone: answered before this ran)
             self.fitted = True
             return
         dialog = self.query_one("#approval-dialog")
@@ -204,9 +206,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.call_after_refresh(self._show_more)  # once the preview has its new height
 
     def _show_more(self) -> None:
-        preview, more = self._preview, self.query_one("#approval-more", Static)
         self.fitted = True
-        if preview is None or not more.display:
+        preview, more = self._preview, next(self.query("#approval-more").results(Static), None)
+        if preview is None or more is None or not more.display:  # (gone: answered before this ran)
             return
         content = preview.query_one(Static).outer_size.height
         shown = preview.scrollable_content_region.height or self._preview_rows
