@@ -245,6 +245,9 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self._context(item)
+        await self.agent.lifecycle.notify_tool_start(
+            ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
+        )
         started = time.monotonic()
         try:
             result = await item.tool.run(item.args, ctx)
@@ -260,7 +263,7 @@ class BatchRunner:
         self.queued.extend(ctx.pending_events)
         if isinstance(result, str):
             result = ToolResult(result)
-        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error)
+        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
         self.queued.extend(await self.agent.lifecycle.notify_tool_done(record))
         return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
 

@@ -10,6 +10,8 @@
   person, which the loop yields. It cannot veto the compaction: a history that no longer fits must shrink.
 - `turn_end`: run when the model ends its turn without tool calls; the first that
   returns text gets it appended as a user message and the turn continues.
+- `tool_start`: awaited right before a tool call runs (after its approval), with the
+  same record (elapsed 0): what a file looked like before a change is taken here.
 - `tool_done`: awaited after every tool call that ran (for per-task attribution); an
   observer may return an event, which is queued with the batch's other tool events.
 
@@ -50,6 +52,8 @@ class ToolRecord:
     kind: str
     elapsed: float
     is_error: bool
+    call_id: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ BeforeRequest = Callable[[Sequence[Message]], list[Message]]
 BeforeCompact = Callable[[CompactInfo], Awaitable["Sequence[Event]"]]
 TurnEndCheck = Callable[[TurnState], str | None]
 ToolObserver = Callable[[ToolRecord], Awaitable["Event | None"]]
+ToolStartObserver = Callable[[ToolRecord], Awaitable[None]]
 
 
 @dataclass
@@ -138,6 +143,7 @@ class Lifecycle:
     after_tool: list[Gate[ToolOutput]] = field(default_factory=list)
     stop: list[Gate[StopState]] = field(default_factory=list)
     task_change: list[Gate[TaskChange]] = field(default_factory=list)
+    tool_start: list[ToolStartObserver] = field(default_factory=list)
 
     def collect_before_request(self, history: Sequence[Message]) -> list[Message]:
         added: list[Message] = []
@@ -151,6 +157,10 @@ class Lifecycle:
             if text:
                 return text
         return None
+
+    async def notify_tool_start(self, record: ToolRecord) -> None:
+        for observer in self.tool_start:
+            await observer(record)
 
     async def notify_tool_done(self, record: ToolRecord) -> list[Event]:
         events = [await observer(record) for observer in self.tool_done]

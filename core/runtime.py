@@ -9,11 +9,15 @@ context window, when no `context_window` is set, and its model, when none was ch
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import rewind
+from .change_recorder import change_observers
+from .changes import ChangeLog
 from .events import Event, Notice
 from .hook_trust import is_trusted, trust
 from .hooks import HookRunner, HookSpec, hook_environment
@@ -103,7 +107,7 @@ class Runtime:
         self.system = build_system_context(config.workspace, task_line)
         self.tools = build_tools(config.tasks_version)
         self.session = session
-        self.store = TaskStore.load(session.tasks_path)
+        self._open_task_files()
         self.hooks = ShellHooks(
             HookRunner(
                 self._hook_specs(),
@@ -113,6 +117,12 @@ class Runtime:
             )
         )
         self.agent = self._make_agent()
+
+    def _open_task_files(self) -> None:
+        """The session's task list and record of changes, finishing an interrupted rewind."""
+        self.store = TaskStore.load(self.session.tasks_path)
+        self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
+        self.recovered = rewind.recover(self.changes, self.store)
 
     @classmethod
     def create(
@@ -157,6 +167,10 @@ class Runtime:
             notices.append(Notice(self.store.warning, "warning"))
         if self.budget.source == "setting" and (problem := self.fit_problem()) is not None:
             notices.append(Notice(problem, "error"))
+        if self.changes.warning:
+            notices.append(Notice(self.changes.warning, "warning"))
+        if self.recovered:
+            notices.append(Notice(self.recovered, "warning"))
         return notices
 
     def _resumed_notice(self) -> str:
@@ -288,15 +302,38 @@ class Runtime:
             raise RuntimeError("cannot switch sessions while a turn is running")
         self.session.close()
         self.session = session
-        self.store = TaskStore.load(session.tasks_path)
+        self._open_task_files()
         self.agent = self._make_agent()
+
+    # --- what each task changed -------------------------------------------------------
+
+    def task_files(self) -> dict[str, list[str]]:
+        """Per task, a line per file it changed (`app.py  +3 −1`), for `/todos`."""
+        return {
+            task: [
+                f"{c.path}  +{c.added} −{c.removed}" + ("" if c.kind == "modified" else f" ({c.kind})") for c in files
+            ]
+            for task, files in self.changes.records.items()
+            if files
+        }
+
+    async def plan_rewind(self, task_id: str) -> rewind.RewindPlan:
+        return await asyncio.to_thread(rewind.plan, self.changes, self.store, task_id)
+
+    async def rewind(self, plan: rewind.RewindPlan, chosen: Collection[str]) -> str:
+        """Put back the chosen files of `plan`; refused while a turn runs."""
+        if self.agent.busy:
+            raise RuntimeError("cannot rewind while a turn is running")
+        return await rewind.apply(self.changes, self.store, plan, chosen)
 
     def _make_agent(self) -> Agent:
         self.counter.forget()
+        taken, recorded = change_observers(self.changes, self.store)
         lifecycle = Lifecycle(
             before_request=[task_reminder_provider(self.store, self.config.reminder_interval)],
             turn_end=[unfinished_stop_check(self.store)],
-            tool_done=[attribution_observer(self.store)],
+            tool_done=[attribution_observer(self.store), recorded],
+            tool_start=[taken],
         )
         self.hooks.install(lifecycle)
         return Agent(

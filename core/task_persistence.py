@@ -62,6 +62,11 @@ def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T |
         raise PersistenceError(f"cannot save the task list to {path}: {exc.strerror or exc}") from exc
 
 
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically: a crash leaves the old file or the new one."""
+    _replace(path, data)
+
+
 def _replace(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
     try:

@@ -274,7 +274,7 @@ def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
     return problems
 
 
-def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = ()) -> bytes:
+def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = (), version: int = 0) -> bytes:
     """The file: a JSON object with one task per line, so it reads (and diffs) well.
 
     `user_changes` are the person's panel edits the model has not been told about yet;
@@ -283,7 +283,19 @@ def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = ()
     rows = ",\n".join("  " + json.dumps(asdict(t), ensure_ascii=False) for t in tasks)
     body = f"[\n{rows}\n]" if rows else "[]"
     changes = f', "user_changes": {json.dumps(list(user_changes), ensure_ascii=False)}' if user_changes else ""
-    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{changes}, "tasks": {body}}}\n'.encode()
+    stamp = f', "version": {version}' if version else ""
+    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{stamp}{changes}, "tasks": {body}}}\n'.encode()
+
+
+def decode_version(document: Any) -> int:
+    """The list's version (how many logged changes made it); 0 in files older than the log."""
+    raw = document.get("version") if isinstance(document, dict) else None
+    return raw if _is_int(raw) and raw > 0 else 0
+
+
+def decode_task(raw: Any) -> Task:
+    """One task as saved (also in the plan history); `ValueError` when malformed."""
+    return _decode_task(raw)
 
 
 def decode_user_changes(document: Any) -> tuple[str, ...]:
@@ -348,3 +360,59 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def restore(tasks: Tasks, before: Task, index: int | None) -> Tasks:
+    """Put `before` back (undo): its fields and place, keeping the current tool counts and
+    blockers when the task is still there; re-added without blockers when it is not."""
+    current = next((t for t in tasks if t.id == before.id), None)
+    if current is not None:
+        task = replace(
+            before,
+            tool_calls=current.tool_calls,
+            tool_seconds=current.tool_seconds,
+            blocks=current.blocks,
+            blockedBy=current.blockedBy,
+        )
+        rest = [t for t in tasks if t.id != before.id]
+    else:
+        task = replace(before, blocks=(), blockedBy=())
+        rest = list(tasks)
+    at = len(rest) if index is None else min(max(index, 0), len(rest))
+    rest.insert(at, task)
+    return tuple(rest)
+
+
+def describe_update(before: Tasks, after: Tasks, task_id: str, *, deleted: bool) -> str:
+    """One line for the plan history: what a model's update changed ("" for nothing)."""
+    old = find(before, task_id)
+    if deleted:
+        return f'deleted #{task_id} "{old.subject}"'
+    new = find(after, task_id)
+    parts: list[str] = []
+    if new.status != old.status:
+        parts.append(new.status)
+    for name, label in (("subject", "subject"), ("description", "description"), ("activeForm", "activeForm")):
+        if getattr(new, name) != getattr(old, name):
+            parts.append(f'{label} "{getattr(new, name)}"' if name == "subject" else f"{label} edited")
+    if new.owner != old.owner:
+        parts.append(f"owner {new.owner or '(none)'}")
+    if (new.blocks, new.blockedBy) != (old.blocks, old.blockedBy):
+        parts.append("blockers")
+    return f"#{task_id} " + ", ".join(parts) if parts else ""
+
+
+def describe_replace(before: Tasks, after: Tasks) -> str:
+    """One line for the plan history: what a whole-list (TodoWrite) update changed."""
+    old = {t.id: t for t in before}
+    parts = []
+    for task in after:
+        if task.id not in old:
+            parts.append(f'added #{task.id} "{task.subject}"')
+        elif old[task.id].status != task.status:
+            parts.append(f"#{task.id} {task.status}")
+    kept = {t.id for t in after}
+    parts += [f"dropped #{t.id}" for t in before if t.id not in kept]
+    if not parts and [t.id for t in before] != [t.id for t in after]:
+        parts.append("reordered")
+    return "TodoWrite: " + ", ".join(parts) if parts else ""
