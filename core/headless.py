@@ -3,7 +3,7 @@
 Output formats:
 - `text`: the final answer only; notices and errors go to stderr.
 - `json`: one object at the end (`result`, `is_error`, `reason`, `session_id`, `usage`
-  with the context's share of the window, `tasks`).
+  with the context's share of the window, `tasks`, each with the `files` it changed).
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
 result says how to allow them. A compaction prints one line to stderr.
@@ -144,7 +144,10 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
                 "errors": tally.errors,
                 "session_id": runtime.session.id,
                 "usage": _usage(runtime, tally),
-                "tasks": [dataclasses.asdict(t) for t in runtime.store.snapshot()],
+                # Each task with the files it changed (path, created/modified/deleted, lines +/−).
+                "tasks": [
+                    {**dataclasses.asdict(t), "files": runtime.changes.as_json(t.id)} for t in runtime.store.snapshot()
+                ],
             }
         )
     return PIPE_CLOSED if output.closed else code

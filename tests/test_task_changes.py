@@ -363,3 +363,27 @@ def test_a_broken_record_of_changes_is_set_aside_with_a_warning(tmp_path: Path) 
     (tmp_path / "s.changes.json").write_text("{not json")
     changes = ChangeLog.for_session(session, tmp_path)
     assert changes.records == {} and changes.warning and "record of changes" in changes.warning
+
+
+def test_headless_json_lists_each_tasks_files(project: Path) -> None:
+    from test_headless_e2e import todo_agent
+
+    script = project.parent / "script.json"
+    script.write_text(json.dumps(three_tasks()))
+    result = todo_agent(
+        project, None, "-p", "go", "--model", f"script:{script}", "--tasks", "v2",
+        "--permission-mode", "bypassPermissions", "--output-format", "json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tasks = json.loads(result.stdout)["tasks"]
+    assert {t["id"]: t["files"] for t in tasks} == {
+        "1": [
+            {"path": "a.py", "change": "modified", "added": 2, "removed": 1},
+            {"path": "notes.txt", "change": "created", "added": 2, "removed": 0},
+        ],
+        "2": [{"path": "b.py", "change": "modified", "added": 2, "removed": 1}],
+        "3": [
+            {"path": "a.py", "change": "modified", "added": 0, "removed": 1},
+            {"path": "old.txt", "change": "deleted", "added": 0, "removed": 2},
+        ],
+    }

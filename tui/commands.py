@@ -15,7 +15,7 @@ class SlashCommand:
 
 
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("/todos", "Print the task list into the conversation"),
+    SlashCommand("/todos", "Print the task list and each task's files; `history`: every version", "[history]"),
     SlashCommand("/new", "Start a new session with an empty task list"),
     SlashCommand("/resume", "Pick an earlier session to resume"),
     SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
@@ -70,7 +70,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+p", "command palette"),
     ("ctrl+c twice, ctrl+q", "quit"),
 )
-PANEL_KEYS = "a add · space/x tick · d delete · shift+up/K, shift+down/J move"
+PANEL_KEYS = (
+    "a add · e edit · space/x tick · d delete · shift+up/K, shift+down/J move · "
+    "enter what it changed · r rewind its files · u undo your last change"
+)
 
 
 def help_text() -> str:

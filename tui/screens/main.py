@@ -27,10 +27,13 @@ from textual.worker import Worker, WorkerState
 
 from todo_agent.core.events import Event
 from todo_agent.core.permissions import MODES
+from todo_agent.core.rewind import RewindPlan
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.shell_hooks import SessionSource
+from todo_agent.core.task_history import render as render_history
+from todo_agent.core.task_persistence import PersistenceError
 from todo_agent.core.tasks import StoreError, Task, render_tasks
 
 from ..commands import help_text, looks_like_command, parse
@@ -42,7 +45,9 @@ from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
+from .changes import ChangesScreen
 from .hook_trust import HookTrustScreen
+from .rewind import RewindScreen
 from .sessions import SessionsScreen
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
@@ -143,7 +148,7 @@ class MainScreen(Screen[None]):
         )
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
-        await self.panel.show(self.runtime.store.snapshot())
+        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
         self._tasks_seen = render_tasks(self.runtime.store.snapshot())
         self.status.set_context(*self.runtime.context_usage())
 
@@ -303,7 +308,7 @@ class MainScreen(Screen[None]):
         # The event's payload may already be older than the store (the person edits the
         # plan while the turn runs): draw the latest state.
         latest = self.runtime.store.snapshot()
-        await self.panel.show(latest)
+        await self.panel.show(latest, changes=self._change_lines())
         if self.panel_place != "hidden":
             self._tasks_seen = render_tasks(latest)
             return
@@ -367,9 +372,16 @@ class MainScreen(Screen[None]):
             return
         command, argument = parsed
         match command.name:
+            case "/todos" if argument == "history":
+                await self.conversation.add(PlainEntry(render_history(self.runtime.store.versions())))
+            case "/todos" if argument:
+                await self.conversation.add(
+                    NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning")
+                )
             case "/todos":
                 self._tasks_seen = render_tasks(self.runtime.store.snapshot())
-                await self.conversation.add(PlainEntry(self._tasks_seen))
+                listing = render_tasks(self.runtime.store.snapshot(), self.runtime.task_files())
+                await self.conversation.add(PlainEntry(listing))
             case "/new":
                 await self._new_session()
             case "/resume":
@@ -487,7 +499,9 @@ class MainScreen(Screen[None]):
             self.notify(str(exc), severity="error", title="Task list", markup=False)
             task = None
         # The highlight follows the new task, so space or d act on what was just typed.
-        await self.panel.show(self.runtime.store.snapshot(), highlight=task.id if task else None)
+        await self.panel.show(
+            self.runtime.store.snapshot(), highlight=task.id if task else None, changes=self._change_lines()
+        )
 
     @on(TaskPanel.StatusChange)
     async def _task_status(self, event: TaskPanel.StatusChange) -> None:
@@ -510,7 +524,59 @@ class MainScreen(Screen[None]):
             await edit
         except StoreError as exc:
             self.notify(str(exc), severity="error", title="Task list", markup=False)
-        await self.panel.show(self.runtime.store.snapshot())
+        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
+
+    def _change_lines(self) -> dict[str, str]:
+        return {task: summary.line() for task, summary in self.runtime.changes.summaries().items()}
+
+    @on(TaskPanel.Rename)
+    async def _task_rename(self, event: TaskPanel.Rename) -> None:
+        await self._edit_tasks(self.runtime.store.user_rename(event.task_id, event.subject))
+
+    @on(TaskPanel.Undo)
+    async def _task_undo(self) -> None:
+        try:
+            undone = await self.runtime.store.user_undo()
+        except StoreError as exc:
+            self.notify(str(exc), severity="warning", title="Undo", markup=False)
+            return
+        self.notify(f"Undid: {undone}", title="Undo", markup=False)
+        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
+
+    @on(TaskPanel.ShowChanges)
+    def _task_changes(self, event: TaskPanel.ShowChanges) -> None:
+        task = self.runtime.store.get(event.task_id)
+        summary = self.runtime.changes.summaries().get(event.task_id)
+        diff = self.runtime.changes.diff(event.task_id)
+        screen = ChangesScreen(event.task_id, task.subject if task else "", summary.line() if summary else "", diff)
+        self.app.push_screen(screen)
+
+    @on(TaskPanel.Rewind)
+    async def _task_rewind(self, event: TaskPanel.Rewind) -> None:
+        if self._refuse_while_busy("rewind a task"):
+            return
+        plan = await self.runtime.plan_rewind(event.task_id)
+        if not plan.files:
+            self.notify(f"Task #{event.task_id} changed no files.", title="Rewind", markup=False)
+            return
+        if not plan.actionable:
+            self.notify(f"Nothing of task #{event.task_id} can be put back.", title="Rewind", markup=False)
+            return
+
+        async def chosen(paths: list[str] | None) -> None:
+            if paths:
+                await self._rewind(plan, paths)
+
+        self.app.push_screen(RewindScreen(plan), callback=chosen)
+
+    async def _rewind(self, plan: RewindPlan, paths: list[str]) -> None:
+        try:
+            text = await self.runtime.rewind(plan, paths)
+        except (RuntimeError, OSError, StoreError, PersistenceError) as exc:
+            await self.conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
+        else:
+            await self.conversation.add(NoticeEntry(text[:1].upper() + text[1:]))
+        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
 
     # --- key actions -------------------------------------------------------------
 

@@ -78,13 +78,14 @@ def collapse_blank_runs(lines: list[str]) -> list[tuple[str, bool]]:
     return out[:-1]
 
 
-def render_preview(preview: str, kind: str) -> Content:
-    """The preview of an approval request, safe to draw."""
+def render_preview(preview: str, kind: str, *, limit: int = MAX_DIFF_LINES) -> Content:
+    """The preview of an approval request (or a task's diff), safe to draw; a diff is
+    cut after `limit` lines with a note."""
     lines = visible_text(preview, kind).split("\n")
     if kind == "diff":
-        hidden = len(lines) - MAX_DIFF_LINES
+        hidden = len(lines) - limit
         if hidden > 0:
-            lines = [*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"]
+            lines = [*lines[:limit], f"… {hidden} more lines"]
         parts: list[str | tuple[str, str]] = []
         for index, line in enumerate(lines):
             if index:

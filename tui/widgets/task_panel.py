@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
@@ -70,7 +70,9 @@ class TaskItem(ListItem):
     list updates rows in place, so it is never seen empty or half drawn.
     """
 
-    def __init__(self, task: Task, tasks: Sequence[Task], *, running: bool = False, now: float = 0.0) -> None:
+    def __init__(
+        self, task: Task, tasks: Sequence[Task], *, running: bool = False, now: float = 0.0, files: str = ""
+    ) -> None:
         super().__init__()
         self._marker = Static("", classes="task-marker", markup=False)
         self._subject = Static("", classes="task-subject", markup=False)
@@ -78,8 +80,10 @@ class TaskItem(ListItem):
         self._spinner = Spinner(spinning=False)
         self._active = Horizontal(self._spinner, self._active_form, classes="task-active")
         self._meta = Static("", classes="task-meta", markup=False)
+        self._files = Static("", classes="task-files", markup=False)
         self.task_value = task
-        self.show_task(task, tasks, running=running, now=now)
+        self.files = files
+        self.show_task(task, tasks, running=running, now=now, files=files)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="task-line"):  # a long subject wraps under itself, not the marker
@@ -87,11 +91,19 @@ class TaskItem(ListItem):
             yield self._subject
         yield self._active
         yield self._meta
+        yield self._files
 
-    def show_task(self, task: Task, tasks: Sequence[Task], *, running: bool, now: float) -> None:
+    def show_task(
+        self, task: Task, tasks: Sequence[Task], *, running: bool, now: float, files: str | None = None
+    ) -> None:
         """Show `task` (one of `tasks`, which its meta line needs for blockers) at time
-        `now`; its spinner turns only while the agent is `running`."""
+        `now`; its spinner turns only while the agent is `running`. `files` is what the
+        task changed (`2 files · +14 −3`; None keeps the line as it is)."""
         self.task_value = task
+        if files is not None:
+            self.files = files
+            self._files.update(Content(files))
+            self._files.display = bool(files)
         for status in MARKERS:
             self.set_class(task.status == status, f"-{status}")
         self._marker.update(MARKERS[task.status])
@@ -113,6 +125,10 @@ class TaskListView(ListView):
         Binding("d,delete", "delete", "Delete", tooltip="Delete the highlighted task"),
         Binding("shift+up,K", "move(-1)", "Move up", tooltip="Move the highlighted task up", show=False),
         Binding("shift+down,J", "move(1)", "Move down", tooltip="Move the highlighted task down", show=False),
+        Binding("e", "edit", "Edit", tooltip="Edit the highlighted task's subject"),
+        Binding("enter", "changes", "Changes", tooltip="Show what the highlighted task changed, as one diff"),
+        Binding("r", "rewind", "Rewind", tooltip="Put the files the highlighted task changed back as they were"),
+        Binding("u", "undo", "Undo", tooltip="Undo your last change to the list"),
     ]
 
     def _highlighted_task(self) -> Task | None:
@@ -138,6 +154,24 @@ class TaskListView(ListView):
         task = self._highlighted_task()
         if task is not None:
             self.post_message(TaskPanel.Move(task.id, delta))
+
+    def action_edit(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.query_ancestor(TaskPanel).open_edit(task)
+
+    def action_changes(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.ShowChanges(task.id))
+
+    def action_rewind(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.Rewind(task.id))
+
+    def action_undo(self) -> None:
+        self.post_message(TaskPanel.Undo())
 
 
 class AddTaskInput(Input):
@@ -177,6 +211,28 @@ class TaskPanel(Vertical):
         task_id: str
         delta: int
 
+    @dataclass
+    class Rename(Message):
+        """The person edited a task's subject (`e`)."""
+
+        task_id: str
+        subject: str
+
+    @dataclass
+    class ShowChanges(Message):
+        """`enter`: show what the task changed."""
+
+        task_id: str
+
+    @dataclass
+    class Rewind(Message):
+        """`r`: offer to put the task's files back."""
+
+        task_id: str
+
+    class Undo(Message):
+        """`u`: undo the person's last change to the list."""
+
     class AddCancelled(Message):
         """The person closed the add-task input with escape (the screen may move focus on)."""
 
@@ -203,6 +259,7 @@ class TaskPanel(Vertical):
         .task-active { height: 1; padding-left: 2; color: $text-accent; }
         .task-active > .active-form { width: 1fr; }
         .task-meta { padding-left: 2; color: $text-muted; }
+        .task-files { padding-left: 2; color: $text-muted; }
         #task-help { display: none; color: $text-muted; margin-top: 1; }
         &:focus-within #task-help { display: block; }
         &.-empty #task-progress { display: none; }
@@ -215,6 +272,10 @@ class TaskPanel(Vertical):
         self.border_title = "Tasks"
         self._working = False
         self._ticker: Timer | None = None
+        self.changes: Mapping[str, str] = {}
+        """Per task id, what it changed (`2 files · +14 −3`)."""
+        self._editing: str | None = None
+        """The task whose subject the input edits; None while it adds a task."""
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
 
@@ -224,7 +285,11 @@ class TaskPanel(Vertical):
         yield Static("No tasks yet", id="task-empty", markup=False)
         yield TaskListView(id="task-list")
         yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add")
-        yield Static("a add · space tick · d delete · J/K move", id="task-help", markup=False)
+        yield Static(
+            "a add · e edit · space tick · d delete · J/K move · enter changes · r rewind · u undo",
+            id="task-help",
+            markup=False,
+        )
 
     def on_mount(self) -> None:
         self.query_one("#task-add").display = False
@@ -264,13 +329,18 @@ class TaskPanel(Vertical):
     def completed(self) -> int:
         return sum(1 for t in self.tasks if t.status == "completed")
 
-    async def show(self, tasks: Sequence[Task], *, highlight: str | None = None) -> None:
+    async def show(
+        self, tasks: Sequence[Task], *, highlight: str | None = None, changes: Mapping[str, str] | None = None
+    ) -> None:
         """Draw a new state of the list, keeping the highlight on the same task, or moving
-        it to task `highlight` (one the person just added).
+        it to task `highlight` (one the person just added). `changes` (task id → a line
+        like `2 files · +14 −3`) replaces what the tasks changed; None keeps it.
 
         Calls are drawn one after another, in the order made: the last one made wins.
         """
         async with self._drawing:
+            if changes is not None:
+                self.changes = dict(changes)
             await self._draw(tasks, highlight)
 
     async def _draw(self, tasks: Sequence[Task], highlight: str | None = None) -> None:
@@ -290,7 +360,10 @@ class TaskPanel(Vertical):
         tasks = tuple(tasks)
         rows = list(view.query_children(TaskItem))
         now = self.clock()
-        added = [TaskItem(t, tasks, running=self._working, now=now) for t in tasks[len(rows) :]]
+        added = [
+            TaskItem(t, tasks, running=self._working, now=now, files=self.changes.get(t.id, ""))
+            for t in tasks[len(rows) :]
+        ]
         for row in added:
             row.display = False
         if added:
@@ -298,7 +371,7 @@ class TaskPanel(Vertical):
         # One step from here: nothing below awaits until the surplus rows go.
         self.tasks = tasks
         for row, task in zip(rows, tasks, strict=False):
-            row.show_task(task, tasks, running=self._working, now=now)
+            row.show_task(task, tasks, running=self._working, now=now, files=self.changes.get(task.id, ""))
         for row in added:
             row.display = True
         surplus = rows[len(tasks) :]
@@ -324,14 +397,27 @@ class TaskPanel(Vertical):
 
     def open_add(self) -> None:
         add = self.query_one("#task-add", Input)
+        self._editing = None
+        add.placeholder = "New task: enter adds, esc cancels"
         add.display = True
         add.focus()
+
+    def open_edit(self, task: Task) -> None:
+        """`e`: the same input, holding the task's subject, edits it in place."""
+        add = self.query_one("#task-add", Input)
+        self._editing = task.id
+        add.placeholder = f"Subject of #{task.id}: enter saves, esc cancels"
+        add.value = task.subject
+        add.display = True
+        add.focus()
+        add.cursor_position = len(add.value)
 
     def close_add(self) -> None:
         """Close the add-task input, if it is open, without adding anything."""
         add = self.query_one("#task-add", Input)
         add.value = ""
         add.display = False
+        self._editing = None
 
     def _close_add(self) -> None:
         self.close_add()
@@ -340,9 +426,11 @@ class TaskPanel(Vertical):
     @on(Input.Submitted, "#task-add")
     def _submit_add(self, event: Input.Submitted) -> None:
         event.stop()
-        subject = event.value.strip()
+        subject, editing = event.value.strip(), self._editing
         self._close_add()
-        if subject:
+        if subject and editing is not None:
+            self.post_message(self.Rename(editing, subject))
+        elif subject:
             self.post_message(self.Add(subject))
 
     def action_cancel_add(self) -> None:
