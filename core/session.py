@@ -430,8 +430,14 @@ def list_sessions(workspace: Path, root: Path | None = None) -> list[SessionInfo
     directory = project_dir(workspace, root)
     if not directory.is_dir():
         return []
-    infos = [info for p in directory.glob("*.jsonl") if (info := _info(p)).size]  # empty ones: nothing to resume
+    infos = [info for p in _transcripts(directory, "*") if (info := _info(p)).size]  # empty ones: nothing to resume
     return sorted(infos, key=lambda i: (i.updated, i.id), reverse=True)
+
+
+def _transcripts(directory: Path, pattern: str) -> list[Path]:
+    """Transcripts matching `pattern` + `.jsonl`; not the files beside them that are also
+    JSON lines (`<id>.tasks.log.jsonl`): a session id has no dot."""
+    return [p for p in directory.glob(f"{pattern}.jsonl") if "." not in p.stem]
 
 
 def find_session(workspace: Path, session_id: str, root: Path | None = None) -> Path:
@@ -439,7 +445,7 @@ def find_session(workspace: Path, session_id: str, root: Path | None = None) -> 
     exact = directory / f"{session_id}.jsonl"
     if exact.is_file():
         return exact
-    matches = sorted(directory.glob(f"{session_id}*.jsonl")) if directory.is_dir() else []
+    matches = sorted(_transcripts(directory, f"{session_id}*")) if directory.is_dir() else []
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:

@@ -62,7 +62,8 @@ def test_transcripts_and_their_folders_are_private(workspace: Path, tmp_path: Pa
     (project,) = sessions.iterdir()
     assert _mode(sessions) == 0o700 and _mode(project) == 0o700
     files = [p for p in project.iterdir() if not p.name.endswith(".lock")]
-    assert sorted(p.suffix for p in files) == [".json", ".jsonl"]
+    # The transcript, the task list and its history.
+    assert sorted(p.name.split(".", 1)[1] for p in files) == ["jsonl", "tasks.json", "tasks.log.jsonl"]
     for path in files:
         assert _mode(path) == 0o600, path
 

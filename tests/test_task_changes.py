@@ -17,6 +17,7 @@ from todo_agent.core.changes import MAX_KEEP_BYTES, ChangeLog
 from todo_agent.core.model import ScriptedModel
 from todo_agent.core.reminders import USER_EDITED
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.session import find_session, list_sessions
 from todo_agent.core.settings import Config
 from todo_agent.core.tasks import StoreError, TaskStore
 
@@ -387,3 +388,13 @@ def test_headless_json_lists_each_tasks_files(project: Path) -> None:
             {"path": "old.txt", "change": "deleted", "added": 0, "removed": 2},
         ],
     }
+
+
+async def test_the_plan_history_is_not_taken_for_a_session(workspace: Path) -> None:
+    runtime = make_runtime(workspace, steps([tc("TaskCreate", subject="One")]))
+    await run(runtime)
+    session = runtime.session
+    runtime.session.close()
+    assert task_history.history_path(session.tasks_path).exists()
+    assert [s.id for s in list_sessions(workspace)] == [session.id]
+    assert find_session(workspace, session.id[:8]) == session.path  # a prefix is not "ambiguous"

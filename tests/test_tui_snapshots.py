@@ -30,6 +30,7 @@ from todo_agent.core.tasks import Task
 from todo_agent.core.tokens import TokenCounter
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import PlainEntry
 from todo_agent.tui.widgets.task_panel import TaskPanel
@@ -256,3 +257,39 @@ def test_compact_notice(snap_compare: SnapCompare, workspace: Path, monkeypatch:
         await turn_done(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def finish_demo(pilot: Pilot[Any], prompt: str) -> None:
+    await run_demo_until_bash_approval(pilot, prompt)
+    await pilot.press("1")
+    await turn_done(pilot)
+    await wait_settled(pilot)
+
+
+def test_panel_shows_what_each_task_changed(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    """The demo finished, the panel focused on task #2: its `1 file · +N −M` line."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await finish_demo(pilot, demo[1]["prompt"])
+        screen = main_screen(pilot.app)  # type: ignore[arg-type]
+        screen.focus_tasks()
+        screen.panel.list_view.index = 1
+        await wait_settled(pilot)
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_one_tasks_diff(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    """`enter` on task #2 of the finished demo: its diff alone, coloured like an approval's."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await finish_demo(pilot, demo[1]["prompt"])
+        screen = main_screen(pilot.app)  # type: ignore[arg-type]
+        screen.focus_tasks()
+        screen.panel.list_view.index = 1
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ChangesScreen))
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)

@@ -125,10 +125,11 @@ class TaskListView(ListView):
         Binding("d,delete", "delete", "Delete", tooltip="Delete the highlighted task"),
         Binding("shift+up,K", "move(-1)", "Move up", tooltip="Move the highlighted task up", show=False),
         Binding("shift+down,J", "move(1)", "Move down", tooltip="Move the highlighted task down", show=False),
-        Binding("e", "edit", "Edit", tooltip="Edit the highlighted task's subject"),
+        # e and u are in the panel's help line; the footer keeps room for the app's keys.
+        Binding("e", "edit", "Edit", tooltip="Edit the highlighted task's subject", show=False),
         Binding("enter", "changes", "Changes", tooltip="Show what the highlighted task changed, as one diff"),
         Binding("r", "rewind", "Rewind", tooltip="Put the files the highlighted task changed back as they were"),
-        Binding("u", "undo", "Undo", tooltip="Undo your last change to the list"),
+        Binding("u", "undo", "Undo", tooltip="Undo your last change to the list", show=False),
     ]
 
     def _highlighted_task(self) -> Task | None:
