@@ -102,7 +102,7 @@ def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan
         return FilePlan(change.path, "nothing", note="already as before the task")
     action: Action = "delete" if change.before.state == "absent" else "restore"
     conflict = ""
-    diff = unified(change.path, now, before)
+    diff = unified(change.path, now, before, before_label=f"{change.path} now", after_label=f"{change.path} rewound")
     if not _matches(change.after, now):
         later = _later(changes, task_id, change)
         conflict = (

@@ -148,17 +148,17 @@ async def test_u_undoes_a_panel_edit_and_e_edits_a_subject(project: Path) -> Non
         await pilot.pause()
         add = screen.panel.query_one("#task-add")
         assert add.has_focus and add.value == "Touch b"  # type: ignore[attr-defined]
-        await pilot.press("ctrl+u", *"Touch [b]", "enter")
-        await wait_until(pilot, lambda: store.get("2").subject == "Touch [b]")  # type: ignore[union-attr]
+        await pilot.press(*" [b]", "enter")  # typed after the subject, not over it
+        await wait_until(pilot, lambda: store.get("2").subject == "Touch b [b]")  # type: ignore[union-attr]
         await wait_settled(pilot)
-        assert [t.subject for t in screen.panel.tasks] == ["Touch a", "Touch [b]", "Again a"]
+        assert [t.subject for t in screen.panel.tasks] == ["Touch a", "Touch b [b]", "Again a"]
         await pilot.press("u")
         await wait_until(pilot, lambda: store.get("2").subject == "Touch b")  # type: ignore[union-attr]
         await send(pilot, "/todos history")
         await pilot.pause()
         history = screen.conversation.entries[-1]
         assert isinstance(history, PlainEntry)
-        assert 'person  renamed #2 "Touch b" to "Touch [b]"' in history.text
+        assert 'person  renamed #2 "Touch b" to "Touch b [b]"' in history.text
         assert 'person  undid "renamed #2' in history.text
 
 

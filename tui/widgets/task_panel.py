@@ -285,7 +285,8 @@ class TaskPanel(Vertical):
         yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="task-progress")
         yield Static("No tasks yet", id="task-empty", markup=False)
         yield TaskListView(id="task-list")
-        yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add")
+        # Not selected on focus: `e` puts the cursor after the subject, so typing edits it.
+        yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add", select_on_focus=False)
         yield Static(
             "a add · e edit · space tick · d delete · J/K move · enter changes · r rewind · u undo",
             id="task-help",
