@@ -93,8 +93,20 @@ def _later(changes: ChangeLog, task_id: str, change: FileChange) -> list[str]:
     return sorted(later, key=lambda t: int(t) if t.isdigit() else 0)
 
 
+def _escapes(changes: ChangeLog, path: str) -> bool:
+    """Whether writing `path` now would land outside the workspace: a folder on the way
+    was replaced by a symlink (a model could do that between the task and the rewind,
+    so that putting back or deleting "its" file hits one of the person's elsewhere).
+    The file itself may be a symlink: it is replaced or removed, never followed."""
+    return changes.relative((changes.workspace / path).parent) is None
+
+
 def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
-    now = _now_bytes(changes.workspace / change.path)
+    if _escapes(changes, change.path):
+        return FilePlan(change.path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
+    where = changes.workspace / change.path
+    # A symlink is shown as what it is, never read through (it may lead anywhere).
+    now = f"(a symlink to {os.readlink(where)})\n".encode() if where.is_symlink() else _now_bytes(where)
     before = None if change.before.state == "absent" else changes.blob(change.before)
     if change.before.state in ("too_big", "unknown") or (change.before.state == "kept" and before is None):
         return FilePlan(change.path, "unavailable", note=change.before.note() or "its saved content is missing")
@@ -150,6 +162,8 @@ def describe(task_id: str, subject: str, done: list[FilePlan], kept: list[FilePl
 
 
 def _put_back(changes: ChangeLog, path: str, target: Content) -> None:
+    if _escapes(changes, path):  # checked in the plan; changed since: leave it
+        return
     where = changes.workspace / path
     if target.state == "absent":
         with contextlib.suppress(FileNotFoundError):

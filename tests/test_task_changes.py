@@ -398,3 +398,31 @@ async def test_the_plan_history_is_not_taken_for_a_session(workspace: Path) -> N
     assert task_history.history_path(session.tasks_path).exists()
     assert [s.id for s in list_sessions(workspace)] == [session.id]
     assert find_session(workspace, session.id[:8]) == session.path  # a prefix is not "ambiguous"
+
+
+async def test_a_rewind_never_writes_or_deletes_through_a_symlinked_folder(project: Path, tmp_path: Path) -> None:
+    """A task creates sub/keys and edits sub/conf; later `sub` becomes a symlink to a folder
+    outside the workspace holding files of the same names. Rewinding must touch neither."""
+    (project / "sub").mkdir()
+    (project / "sub" / "conf").write_text("x = 1\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keys").write_text("the person's own keys\n")
+    (outside / "conf").write_text("the person's own conf\n")
+    script = steps(
+        [tc("TaskCreate", subject="Set up sub")],
+        start(1),
+        [tc("Write", file_path="sub/keys", content="generated\n")],
+        [tc("Edit", file_path="sub/conf", old_string="x = 1", new_string="x = 2")],
+        [tc("Bash", command=f"rm -r sub && ln -s {outside} sub")],
+    )
+    runtime = make_runtime(project, script)
+    await run(runtime)
+    plan = await runtime.plan_rewind("1")
+    assert {f.path: f.action for f in plan.files if f.path.startswith("sub/")} == {
+        "sub/keys": "unavailable",
+        "sub/conf": "unavailable",
+    }
+    await runtime.rewind(plan, [f.path for f in plan.files])
+    assert (outside / "keys").read_text() == "the person's own keys\n"
+    assert (outside / "conf").read_text() == "the person's own conf\n"
