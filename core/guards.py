@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .history import strict_json
 from .model import ToolCall
-from .tools.base import strict_json
 
 DEFAULT_REPEAT_LIMIT = 5
 

@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from .model import Message
-from .tools.base import strict_json
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` without Python's extensions: NaN and Infinity are not JSON, and a
+    history or an event line holding them is rejected by strict parsers and servers."""
+
+    def reject(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        return json.loads(text, parse_constant=reject, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("it is nested too deeply") from None
+
+
+_INT_DIGITS = 4000
+"""Python refuses to convert longer integer strings (a DoS guard since 3.11)."""
+
+
+def _bounded_int(text: str) -> int | str:
+    """A JSON integer, or its digits as text when it is too long to be any real count or
+    id: the tool then says the value is no task / too large, instead of the parser failing."""
+    return int(text) if len(text) <= _INT_DIGITS else text
 
 
 def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:

@@ -43,7 +43,7 @@ from .events import (
     Usage,
 )
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
-from .history import missing_replies
+from .history import missing_replies, strict_json
 from .lifecycle import CompactInfo, Lifecycle, StopState, TurnState, run_gates
 from .model import (
     ChatModel,
@@ -57,7 +57,7 @@ from .model import (
 from .permissions import Approver, PermissionPolicy
 from .session import CompactionMark, Session
 from .tokens import ContextBudget, TokenCounter
-from .tools.base import Tool, strict_json
+from .tools.base import Tool
 
 log = logging.getLogger(__name__)
 

@@ -293,22 +293,3 @@ def _parse_usage(index: int, raw: Any) -> ModelUsage:
     ):
         raise ScriptError(f'step {index + 1}: "usage" needs integer prompt_tokens and completion_tokens')
     return ModelUsage(prompt_tokens=raw["prompt_tokens"], completion_tokens=raw["completion_tokens"])
-
-
-def create_model(
-    spec: str,
-    *,
-    base_url: str | None,
-    api_key: str | None,
-    script_dir: Path | None = None,
-    first_byte_timeout: float = 60.0,
-) -> ChatModel:
-    """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
-    if spec.startswith("script:"):
-        path = Path(spec.removeprefix("script:")).expanduser()
-        if not path.is_absolute() and script_dir is not None:
-            path = script_dir / path
-        return ScriptedModel.from_file(path)
-    from .openai_model import OpenAIChatModel  # imported lazily: `import openai` costs ~1 s
-
-    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)

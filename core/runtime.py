@@ -24,7 +24,7 @@ from .hooks import HookRunner, HookSpec, hook_environment
 from .instructions import build_system_context, describe_loaded
 from .lifecycle import Lifecycle
 from .loop import Agent, AgentOptions
-from .model import ChatModel, Message, StreamItem, create_model
+from .model import ChatModel, Message, ScriptedModel, StreamItem
 from .permissions import Approver, PermissionPolicy
 from .reminders import task_reminder_provider, unfinished_stop_check
 from .server_info import ServerInfo, probe
@@ -36,6 +36,25 @@ from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenC
 from .tools import bash, files, search
 from .tools.base import Tool
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
+
+
+def create_model(
+    spec: str,
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    script_dir: Path | None = None,
+    first_byte_timeout: float = 60.0,
+) -> ChatModel:
+    """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
+    if spec.startswith("script:"):
+        path = Path(spec.removeprefix("script:")).expanduser()
+        if not path.is_absolute() and script_dir is not None:
+            path = script_dir / path
+        return ScriptedModel.from_file(path)
+    from .openai_model import OpenAIChatModel  # imported lazily: `import openai` costs ~1 s
+
+    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from ..context import ToolContext
+from ..history import strict_json
 
 ToolKind = Literal["read", "edit", "execute", "task"]
 """`read` never writes; `edit` writes files (the path is in `file_path`); `execute`
@@ -68,29 +69,6 @@ def short(text: str, limit: int = 60) -> str:
     """One line, at most `limit` characters, for `⏺ Name(...)` summaries."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def strict_json(text: str) -> Any:
-    """`json.loads` without Python's extensions: NaN and Infinity are not JSON, and a
-    history or an event line holding them is rejected by strict parsers and servers."""
-
-    def reject(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
-    try:
-        return json.loads(text, parse_constant=reject, parse_int=_bounded_int)
-    except RecursionError:
-        raise ValueError("it is nested too deeply") from None
-
-
-_INT_DIGITS = 4000
-"""Python refuses to convert longer integer strings (a DoS guard since 3.11)."""
-
-
-def _bounded_int(text: str) -> int | str:
-    """A JSON integer, or its digits as text when it is too long to be any real count or
-    id: the tool then says the value is no task / too large, instead of the parser failing."""
-    return int(text) if len(text) <= _INT_DIGITS else text
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
