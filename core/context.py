@@ -44,14 +44,3 @@ class ToolContext:
         """A model-given path: relative ones resolve against the workspace root."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else self.workspace / p
-
-    def inside_workspace(self, path: Path) -> bool:
-        return is_inside(path, self.workspace)
-
-
-def is_inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True

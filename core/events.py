@@ -24,7 +24,6 @@ class AssistantMessage:
     """The model finished one response; `content` is its whole text."""
 
     content: str
-    tool_call_count: int = 0
 
 
 @dataclass(frozen=True)

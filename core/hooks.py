@@ -456,9 +456,6 @@ class HookRunner:
     def matching(self, event: HookEvent, target: str | None = None) -> list[HookSpec]:
         return [spec for spec in self.specs if spec.event == event and spec.matches(target)]
 
-    def has(self, event: HookEvent) -> bool:
-        return any(spec.event == event for spec in self.specs)
-
     def payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
         return {"cwd": str(self.workspace), **self.common(), "hook_event_name": event, **fields}
 

@@ -209,7 +209,7 @@ class Agent:
                 return
             turn.answered = True
             calls = self._record_assistant(response)
-            yield AssistantMessage(response.content, len(calls))
+            yield AssistantMessage(response.content)
             if not calls:
                 events, ended = await self._answered(turn, response)
                 for event in events:

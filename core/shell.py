@@ -36,10 +36,6 @@ class Word:
     quoted: bool = False
     """Some part was quoted or escaped (`'if'` is not the reserved word)."""
 
-    @property
-    def static(self) -> bool:
-        return self.value is not None
-
     def __str__(self) -> str:
         return self.value if self.value is not None else self.prefix + "…"
 

@@ -326,7 +326,7 @@ def test_declarations() -> None:
     assert [t.name for t in TASK_TOOLS_V1] == ["TodoWrite"]
     assert {t.name for t in tools} == TASK_TOOL_NAMES
     for tool in tools:
-        assert tool.kind == "task" and tool.read_only
+        assert tool.kind == "task"
         assert tool.schema()["function"]["parameters"]["type"] == "object"
     assert TASK_UPDATE.parameters["properties"]["status"]["enum"] == ["pending", "in_progress", "completed", "deleted"]
     assert TODO_WRITE.parameters["required"] == ["todos"]

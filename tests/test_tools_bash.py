@@ -61,7 +61,6 @@ def read_pid(path: Path) -> int | None:
 def test_declaration() -> None:
     assert TOOLS == [BASH]
     assert BASH.kind == "execute"
-    assert not BASH.read_only
     assert BASH.schema()["function"]["parameters"]["required"] == ["command"]
     assert BASH.summarize({"command": "pytest -x " + "tests/ " * 30}).startswith("pytest -x tests/")
     assert len(BASH.summarize({"command": "x" * 200})) == 60

@@ -43,7 +43,7 @@ async def run(tool: Any, args: dict[str, Any], ctx: ToolContext) -> str:
 
 def test_declarations() -> None:
     assert [t.name for t in TOOLS] == ["Glob", "Grep"]
-    assert all(t.read_only for t in TOOLS)
+    assert all(t.kind == "read" for t in TOOLS)
     assert GREP.schema()["function"]["parameters"]["required"] == ["pattern"]
     assert GREP.summarize({"pattern": "def main", "path": "src"}) == "def main in src"
 

@@ -87,7 +87,7 @@ async def test_streamed_text_then_the_finished_message() -> None:
 
 async def test_a_tool_call_is_added_then_finished() -> None:
     calls = await run(
-        AssistantMessage("", 1),
+        AssistantMessage(""),
         ToolStarted("c1", "Bash", {"command": "ls"}, "ls"),
         ToolFinished("c1", "Bash", "a\nb", False, "ok", 0.5),
     )

@@ -44,11 +44,6 @@ class Tool:
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None
     """What the approval prompt shows (a unified diff for file edits)."""
 
-    @property
-    def read_only(self) -> bool:
-        """Safe to run without approval and concurrently with other read-only calls."""
-        return self.kind in ("read", "task")
-
     def schema(self) -> dict[str, Any]:
         return {
             "type": "function",
