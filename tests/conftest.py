@@ -1,4 +1,5 @@
-"""Test isolation: no outbound network, and a private HOME / data dir per test."""
+"""Test isolation (no outbound network, a private HOME / data dir per test), and every
+scripted model played to its end."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from todo_agent.core.model import ScriptedModel
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -81,3 +84,54 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     return root
+
+
+# --- every ScriptedModel is used to the end ---------------------------------------------
+
+SCRIPT_MAY_END_EARLY = "script_may_end_early"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SCRIPT_MAY_END_EARLY}(reason): this test leaves steps of a ScriptedModel unused on purpose",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+def _scripts_played_to_the_end(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail the test at teardown when a ScriptedModel it built still has steps to play
+    (`assert_complete()`), unless it carries `@pytest.mark.script_may_end_early(reason)`.
+    Not checked when the test already failed: its own failure says more."""
+    created: list[ScriptedModel] = []
+    init = ScriptedModel.__init__
+
+    def tracked_init(self: ScriptedModel, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        created.append(self)
+
+    monkeypatch.setattr(ScriptedModel, "__init__", tracked_init)
+    yield
+    marker = request.node.get_closest_marker(SCRIPT_MAY_END_EARLY)
+    if marker is not None:
+        if not marker.args or not str(marker.args[0]).strip():
+            pytest.fail(f"@pytest.mark.{SCRIPT_MAY_END_EARLY} needs a reason", pytrace=False)
+        return
+    if request.node.stash.get(_CALL_FAILED, False):
+        return
+    for model in created:
+        try:
+            model.assert_complete()
+        except AssertionError as exc:
+            pytest.fail(f"{exc} ({model.label}); play it to the end or mark the test {SCRIPT_MAY_END_EARLY}")

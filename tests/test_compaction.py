@@ -10,6 +10,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_openai import validate_request
 
 from todo_agent.core.events import Compacted, Compacting, Error, Event, Notice, TurnEnd
@@ -210,13 +211,26 @@ async def test_an_overflow_refusal_compacts_and_retries_once(workspace: Path) ->
     assert str(retried[1]["content"]).startswith("<system-reminder>\nThis conversation was compacted")
 
 
-async def test_an_overflow_that_persists_drops_the_unsent_prompt_and_names_the_way_out(workspace: Path) -> None:
+@pytest.mark.parametrize(
+    ("answers", "compacts"),
+    [
+        pytest.param(["first answer"], False, id="nothing-to-compact"),
+        pytest.param([f"first {CHUNK}", f"second {CHUNK}"], True, id="refused-again-after-compacting"),
+    ],
+)
+async def test_an_overflow_that_persists_drops_the_unsent_prompt_and_names_the_way_out(
+    workspace: Path, answers: list[str], compacts: bool
+) -> None:
+    """Refused as too long: with nothing to compact the turn gives up at once; otherwise it
+    compacts and asks once more, and a second refusal ends it the same way."""
     overflow = {"error": "overflow", "message": "the prompt exceeds the model's context window"}
-    model = Summarising([{"text": "first answer"}, overflow, overflow])
+    model = Summarising([*({"text": a} for a in answers), overflow, *([overflow] if compacts else [])])
     runtime = runtime_for(workspace, model)
-    await run(runtime, "first")
+    for n, _ in enumerate(answers):
+        await run(runtime, f"prompt {n}")
     size = len(runtime.history)
     events = await run(runtime, "a prompt that can never be sent")
+    assert any(isinstance(e, Compacted) for e in events) == compacts
     error = next(e for e in events if isinstance(e, Error))
     assert "/compact" in error.message and "/new" in error.message
     assert "not kept" in error.message
@@ -330,7 +344,7 @@ async def test_a_huge_tool_result_is_cut_before_it_enters_history(workspace: Pat
 
 
 async def test_a_window_too_small_for_the_fixed_prompt_is_said_before_any_request(workspace: Path) -> None:
-    model = Summarising([{"text": "never"}])
+    model = Summarising([])  # `model.log` records any request, even past the script's end
     runtime = runtime_for(workspace, model, window=1024)
     notice = runtime.startup_notices()[-1]
     assert notice.level == "error" and "cannot hold todo-agent's fixed prompt" in notice.text

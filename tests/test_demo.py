@@ -84,6 +84,7 @@ async def test_declining_the_checks_does_not_claim_they_pass(demo: Any, keys: tu
     model.assert_complete()
 
 
+@pytest.mark.script_may_end_early("quits the demo at its first approval, as a person might")
 def test_the_demo_directory_is_gone_after_the_app_exits(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
     seen: dict[str, Any] = {}
     real_run = TodoAgentApp.run

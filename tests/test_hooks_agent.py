@@ -15,7 +15,7 @@ from test_hooks import RECORD_GROUP, group_members, read_pid, wait_for
 from todo_agent.core.events import Event, HookResult, Notice, ToolFinished, TurnEnd
 from todo_agent.core.hook_trust import trust_path
 from todo_agent.core.hooks import HookEvent, HookSpec
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model import ScriptedModel, ScriptStep
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config, load_config, user_settings_path
@@ -83,6 +83,9 @@ async def test_prompt_submit_stdout_reaches_the_model_after_the_prompt(workspace
     assert recorded(workspace) == [{**common(runtime, workspace, "UserPromptSubmit"), "prompt": "what branch?"}]
 
 
+@pytest.mark.script_may_end_early(
+    "the step is a sentinel: `model.used == 0` proves the blocked prompt never reached it"
+)
 async def test_a_blocked_prompt_is_not_sent_and_not_kept(workspace: Path) -> None:
     hook = HookSpec("UserPromptSubmit", "echo 'no secrets in prompts' >&2; exit 2")
     runtime, model = make_runtime(workspace, [{"text": "never asked"}], hook)
@@ -273,7 +276,7 @@ async def test_a_stop_hook_that_always_blocks_cannot_loop_forever(workspace: Pat
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert any(f"blocked the end of this turn {MAX_STOP_CONTINUATIONS + 1} times" in n for n in notices)
     # The next turn gets its own allowance.
-    model.steps += ScriptedModel.from_data([{"text": "again"}, {"text": "and again"}]).steps
+    model.steps += [ScriptStep(text="again"), ScriptStep(text="and again")]
     events = await turn(runtime, "more")
     assert [e.text for e in events if isinstance(e, Notice)] == []
     assert model.used == MAX_STOP_CONTINUATIONS + 3

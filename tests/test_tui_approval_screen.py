@@ -140,7 +140,7 @@ def test_a_command_is_shown_whole_with_blank_runs_collapsed() -> None:
 
 async def test_the_approval_shows_every_line_of_a_command(workspace: Path) -> None:
     command = "pytest -q" + "\n" * 80 + "touch x"
-    app = make_app(workspace, [bash_step(command), "done"])
+    app = make_app(workspace, [bash_step(command)])
     async with app.run_test(size=(80, 24)) as pilot:
         await send(pilot, "run the tests")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.fitted)

@@ -110,7 +110,7 @@ async def test_task_subjects_and_active_forms(workspace: Path) -> None:
 
 
 async def test_approval_summary_and_preview(workspace: Path) -> None:
-    app = make_app(workspace, [bash_step(f"echo '{HOSTILE}'"), "done"])
+    app = make_app(workspace, [bash_step(f"echo '{HOSTILE}'")])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "run it")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -124,7 +124,7 @@ async def test_approval_summary_and_preview(workspace: Path) -> None:
 async def test_approval_diff_preview(workspace: Path) -> None:
     (workspace / "a.txt").write_text("plain\n")
     edit = {"file_path": "a.txt", "old_string": "plain", "new_string": HOSTILE}
-    app = make_app(workspace, [{"tool_calls": [{"name": "Edit", "arguments": edit}]}, "done"])
+    app = make_app(workspace, [{"tool_calls": [{"name": "Edit", "arguments": edit}]}])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "edit it")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))

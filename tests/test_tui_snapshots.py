@@ -77,9 +77,12 @@ def demo(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     return project, script
 
 
-def demo_app(demo: tuple[Path, dict[str, Any]], **config: Any) -> TodoAgentApp:
+def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config: Any) -> TodoAgentApp:
+    """The demo project on the demo script. `idle`: the picture is taken before any prompt,
+    so the model has no steps (every script is played to its end, `tests/conftest.py`)."""
     project, script = demo
-    model = ScriptedModel.from_data({"steps": script["steps"]}, label="script:demo_script.json")
+    steps = [] if idle else script["steps"]
+    model = ScriptedModel.from_data({"steps": steps}, label="script:demo_script.json")
     app = make_app(project, model, **config)
     assert app.runtime is not None
     app.runtime.store.clock = lambda: FROZEN_NOW
@@ -105,9 +108,10 @@ def test_welcome(snap_compare: SnapCompare, workspace: Path) -> None:
 
 
 def test_empty_session(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
-    assert snap_compare(demo_app(demo), terminal_size=SIZE)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE)
 
 
+@pytest.mark.script_may_end_early("the picture is the plan stopped at its Bash approval")
 def test_bash_approval_mid_plan(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await run_demo_until_bash_approval(pilot, demo[1]["prompt"])
@@ -145,7 +149,7 @@ def test_edit_approval_with_diff(snap_compare: SnapCompare, demo: tuple[Path, di
         pilot.app.push_screen(ApprovalScreen(request))
         await pilot.pause()
 
-    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
 
 
 def test_edit_approval_with_a_long_diff_at_80x24(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
@@ -169,7 +173,7 @@ def test_edit_approval_with_a_long_diff_at_80x24(snap_compare: SnapCompare, demo
         await wait_until(pilot, lambda: pilot.app.screen is screen and screen.fitted)
         await pilot.pause()
 
-    assert snap_compare(demo_app(demo), terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=(80, 24), run_before=run_before)
 
 
 def test_feedback_box_outside_workspace(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
@@ -189,7 +193,7 @@ def test_feedback_box_outside_workspace(snap_compare: SnapCompare, demo: tuple[P
         await pilot.pause()
         await pilot.press("f", *"write it to ./motd instead")
 
-    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
 
 
 def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
@@ -213,7 +217,7 @@ def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: 
         await screen.panel.show(tasks)  # synthetic stats; `show_tasks` draws the store
         await pilot.pause()
 
-    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
 
 
 def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
@@ -222,7 +226,7 @@ def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path,
         await pilot.press("/", "m")
         await pilot.pause()
 
-    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
 
 
 def test_session_picker(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
@@ -236,7 +240,7 @@ def test_session_picker(snap_compare: SnapCompare, demo: tuple[Path, dict[str, A
         pilot.app.push_screen(SessionsScreen(sessions))
         await pilot.pause()
 
-    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
 
 
 def test_compact_notice(snap_compare: SnapCompare, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
