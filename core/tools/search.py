@@ -2,7 +2,9 @@
 
 Both skip the directories nobody means to search (VCS data, dependencies, caches).
 Grep uses ripgrep when it is installed and a Python walk otherwise; the Python walk
-is also the fallback when ripgrep rejects a pattern that Python's `re` accepts. Both
+is also the fallback when ripgrep rejects a pattern that Python's `re` accepts. The walk
+finds what ripgrep finds, in its order: it reads the same ignore files (`ignores.py`).
+Glob reads no ignore files. Both
 run as child processes (`grep_worker.py` for Python), so a search is killed when the
 turn is interrupted, at SEARCH_TIMEOUT, or once enough matches are in: a pattern that
 backtracks for ever cannot hang the session.
@@ -33,6 +35,7 @@ from ..context import ToolContext
 from ..globs import compile_glob, split_literal_prefix
 from .base import Tool, ToolError, load_description, object_schema, require_str, short
 from .files import display_path, path_arg, printable
+from .ignores import IgnoreRules
 
 _PKG = "todo_agent.core.tools"
 SKIP_DIRS = frozenset(
@@ -199,21 +202,56 @@ class _Matches:
 def candidate_files(
     target: Path, file_glob: str | None, boundary: Path, hidden: Callable[[str], bool] = lambda path: False
 ) -> Iterator[Path]:
+    """The files Grep searches under `target`, in ripgrep's order and by ripgrep's rules.
+
+    Depth first, each directory's entries (files and directories together) sorted by name,
+    as `rg --sort path` lists them. Skipped: SKIP_DIRS (files of those names too), what
+    ignore files exclude (`ignores.py`), links that lead outside `boundary`, and what
+    `hidden` refuses. Like `rg --glob`, a glob without "/" matches the name at any depth;
+    a glob overrides the ignore files: a file it matches is searched even if a
+    `.gitignore` names it, and a directory it matches is entered.
+    """
     if target.is_file():
         if not hidden(str(target)):
             yield target
         return
-    # Like rg --glob: a pattern without "/" matches the file name at any depth.
     matcher = glob_regex(file_glob) if file_glob else None
     by_name = file_glob is not None and "/" not in file_glob
-    for dirpath, dirnames, filenames in os.walk(target):
-        dirnames[:] = sorted(set(dirnames) - SKIP_DIRS)
-        rel_dir = os.path.relpath(dirpath, target)
-        for name in sorted(filenames):
-            rel = name if by_name or rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            full = Path(dirpath, name)
-            if (matcher is None or matcher.match(rel)) and not _links_out(full, boundary) and not hidden(str(full)):
-                yield full
+    ignores = IgnoreRules()
+    stack = [_sorted_entries(str(target), "")]
+    while stack:
+        entry, rel = next(stack[-1], (None, ""))
+        if entry is None:
+            stack.pop()
+            continue
+        if entry.name in SKIP_DIRS:
+            continue
+        globbed = matcher is not None and matcher.match(entry.name if by_name else rel) is not None
+        if _is_dir(entry):
+            if not entry.is_symlink() and (globbed or not ignores.ignored(entry.path, is_dir=True)):
+                stack.append(_sorted_entries(entry.path, rel + "/"))
+            continue
+        wanted = globbed if matcher is not None else not ignores.ignored(entry.path, is_dir=False)
+        if wanted and not _links_out(entry.path, boundary) and not hidden(entry.path):
+            yield Path(entry.path)
+
+
+def _sorted_entries(directory: str, rel_dir: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+    """`directory`'s entries by name, each with its path relative to the search root."""
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:  # vanished, or unreadable: nothing to search there
+        return
+    for entry in entries:
+        yield entry, rel_dir + entry.name
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def open_regular(file: Path) -> IO[bytes] | None:

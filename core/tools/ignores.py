@@ -1,0 +1,137 @@
+"""The ignore files ripgrep honours by default, for Grep's Python walk.
+
+So that Grep finds the same files with and without ripgrep installed, the walk skips
+what `rg` skips in a search (with `--hidden`, so hidden files are searched):
+
+- `.gitignore` files, nested ones included, and `.git/info/exclude` and the global
+  `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`) — but only inside a git
+  repository, and not above the repository's root;
+- `.ignore` and `.rgignore` files, in or out of a repository, in every directory from
+  the file system's root down.
+
+Precedence is ripgrep's: a match in any `.rgignore` beats one in any `.ignore`, which
+beats `.gitignore`, then `.git/info/exclude`, then the global file; within one kind the
+deepest file wins, and within a file the last matching line (so `!pattern` re-includes).
+A directory that is ignored is not entered. Not read: a `core.excludesFile` set in git's
+config (the default location above is).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+from pathspec.pattern import RegexPattern
+
+Rules = list[RegexPattern]
+"""One ignore file's lines, compiled (blank lines and comments included, as no-ops)."""
+
+KINDS = (".rgignore", ".ignore", ".gitignore")
+"""Ignore files by precedence, highest first; `.gitignore` counts only in a repository."""
+_GIT_KINDS = (".gitignore", "exclude", "global")
+
+
+@dataclass(frozen=True)
+class _Level:
+    """The rules of one directory: one spec per kind of ignore file present."""
+
+    directory: str
+    specs: dict[str, Rules]
+    has_git: bool
+
+
+def _read_spec(path: str) -> Rules | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError:  # absent, unreadable, or a directory: no rules
+        return None
+    return [p for p in pathspec.GitIgnoreSpec.from_lines(lines).patterns if isinstance(p, RegexPattern)]
+
+
+def _global_gitignore() -> str:
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(config, "git", "ignore")
+
+
+def _level(directory: str) -> _Level:
+    specs = {kind: spec for kind in KINDS if (spec := _read_spec(os.path.join(directory, kind))) is not None}
+    has_git = os.path.exists(os.path.join(directory, ".git"))
+    if has_git and (exclude := _read_spec(os.path.join(directory, ".git", "info", "exclude"))) is not None:
+        specs["exclude"] = exclude
+    return _Level(directory, specs, has_git)
+
+
+class IgnoreRules:
+    """Which paths ripgrep would skip in a search. One per search: each directory's ignore
+    files are read once, when the first path below it is asked about."""
+
+    def __init__(self) -> None:
+        self._levels: dict[str, _Level] = {}
+        self._global = _read_spec(_global_gitignore())
+
+    def ignored(self, path: str | Path, *, is_dir: bool) -> bool:
+        """Whether ripgrep skips `path` (a file or directory met in the walk)."""
+        target = os.path.abspath(path)
+        return bool(self._verdict(self._chain(os.path.dirname(target)), target, is_dir))
+
+    def _chain(self, directory: str) -> list[_Level]:
+        """The levels from `directory` up to the file system's root, deepest first."""
+        chain: list[_Level] = []
+        current = directory
+        while True:
+            level = self._levels.get(current)
+            if level is None:
+                level = self._levels[current] = _level(current)
+            chain.append(level)
+            parent = os.path.dirname(current)
+            if parent == current:
+                return chain
+            current = parent
+
+    def _verdict(self, chain: Sequence[_Level], target: str, is_dir: bool) -> bool | None:
+        in_repo = any(level.has_git for level in chain)
+        for kind in (*KINDS, "exclude"):
+            if kind in _GIT_KINDS and not in_repo:
+                continue
+            for level in chain:
+                spec = level.specs.get(kind)
+                if spec is not None:
+                    found = _check(spec, target, level.directory, is_dir)
+                    if found is not None:
+                        return found
+                if kind in _GIT_KINDS and level.has_git:
+                    break  # git's rules stop at the repository's root
+        if in_repo and self._global is not None:
+            root = next(level.directory for level in chain if level.has_git)
+            return _check(self._global, target, root, is_dir)
+        return None
+
+
+def _check(rules: Rules, target: str, directory: str, is_dir: bool) -> bool | None:
+    """True: ignored; False: re-included by a `!` line; None: no line matches. The last
+    matching line decides."""
+    relative = os.path.relpath(target, directory).replace(os.sep, "/") + ("/" if is_dir else "")
+    verdict: bool | None = None
+    for pattern in rules:
+        if _matches_itself(pattern, relative):
+            verdict = pattern.include
+    return verdict
+
+
+def _matches_itself(pattern: RegexPattern, relative: str) -> bool:
+    """Whether `pattern` names this very path. Git (and pathspec) also count a path inside
+    a matching directory; ripgrep checks each entry as the walk meets it, so a directory
+    the walk starts in is searched even when an ignore file names it (`rg x build/`)."""
+    if pattern.include is None or pattern.regex is None:
+        return False
+    found = pattern.regex.match(relative)
+    if found is None:
+        return False
+    if "ps_d" in pattern.regex.groupindex and found.group("ps_d") is not None:
+        return found.end("ps_d") == len(relative)  # not just an ancestor directory of it
+    # `dir/**` is everything inside `dir`, not `dir` itself.
+    return not (relative.endswith("/") and found.end() == len(relative))
