@@ -66,7 +66,7 @@ def three_tasks() -> list[dict[str, Any]]:
 
 def make_runtime(workspace: Path, script: list[dict[str, Any]] | None = None, **kwargs: Any) -> Runtime:
     config = Config(workspace=workspace, model="script:test", permission_mode="bypassPermissions")
-    model = ScriptedModel.from_data(script or [{"text": "ok"}])
+    model = ScriptedModel.from_data(script or [])  # none: a runtime that is only looked at
     return Runtime.create(config, model=model, **kwargs)
 
 
