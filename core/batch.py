@@ -21,20 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from .context import ToolContext
 from .events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from .history import CANCELLED
-from .lifecycle import ToolOutput, ToolRecord, ToolUse, run_gates
+from .lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from .model import ToolCall
-from .permissions import ApprovalAnswer, ApprovalRequest
+from .permissions import ApprovalAnswer, ApprovalRequest, Approver, PermissionPolicy
 from .tools.base import Tool, ToolError, ToolResult, parse_arguments
-
-if TYPE_CHECKING:
-    from .loop import Agent
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +59,22 @@ Status = Literal["ok", "error", "denied", "cancelled"]
 
 
 @dataclass(frozen=True)
+class BatchDeps:
+    """What a batch needs from the agent that runs it."""
+
+    tools: Sequence[Tool]
+    permissions: PermissionPolicy
+    approver: Approver | None
+    """Asks the person about a call; None: nobody can be asked (headless)."""
+    lifecycle: Lifecycle
+    context: Callable[[str], ToolContext]
+    """The per-call context for a call id."""
+    record: Callable[[str, str, Status], str]
+    """Puts a call's result (call id, output, status) into history; returns the output as
+    kept there (a huge one is cut to fit the window)."""
+
+
+@dataclass(frozen=True)
 class Outcome:
     output: str
     status: Status
@@ -75,10 +88,10 @@ class Outcome:
 
 
 class BatchRunner:
-    def __init__(self, agent: Agent, calls: Sequence[ToolCall], refused: Mapping[str, str] | None = None) -> None:
+    def __init__(self, deps: BatchDeps, calls: Sequence[ToolCall], refused: Mapping[str, str] | None = None) -> None:
         """`refused`: call id → the error result of a call that must not run (cut off at the
         output limit, or repeated once too often; `core/guards.py`)."""
-        self.agent = agent
+        self.deps = deps
         self.refused = refused or {}
         self.prepared = [self._prepare(call) for call in calls]
         self.rejected = False
@@ -131,11 +144,11 @@ class BatchRunner:
     # --- steps ----------------------------------------------------------------------
 
     def _prepare(self, call: ToolCall) -> Prepared:
-        tool = next((t for t in self.agent.tools if t.name == call.name), None)
+        tool = next((t for t in self.deps.tools if t.name == call.name), None)
         if call.id in self.refused:
             return Prepared(call, tool, {}, self.refused[call.id])
         if tool is None:
-            names = ", ".join(t.name for t in self.agent.tools)
+            names = ", ".join(t.name for t in self.deps.tools)
             return Prepared(call, None, {}, f"Error: unknown tool '{call.name}'. Available tools: {names}")
         try:
             args = parse_arguments(call.arguments)
@@ -150,7 +163,7 @@ class BatchRunner:
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
                 break
-            if self.agent.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
+            if self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
                 break
             group.append(item)
         return group or [self.prepared[start]]
@@ -168,7 +181,7 @@ class BatchRunner:
 
     async def _before_tool(self, item: Prepared) -> Outcome | None:
         """The `before_tool` gates; an outcome when they refuse the call."""
-        gates = self.agent.lifecycle.before_tool
+        gates = self.deps.lifecycle.before_tool
         if not gates or item.error is not None or item.tool is None:
             return None
         verdict = await run_gates(gates, ToolUse(item.call.id, item.call.name, item.args))
@@ -192,7 +205,7 @@ class BatchRunner:
     async def _decide_and_run(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return await self._execute(item)
-        decision = self.agent.permissions.decide(item.tool.name, item.tool.kind, item.args)
+        decision = self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args)
         if decision.verdict == "deny":
             return Outcome(f"denied: {decision.reason}", "denied")
         if decision.verdict == "ask":
@@ -205,11 +218,11 @@ class BatchRunner:
             if answer.decision == "feedback":
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
             if answer.decision == "always":
-                self.agent.permissions.add_session_rule(self._suggested_rule(item))
+                self.deps.permissions.add_session_rule(self._suggested_rule(item))
         return await self._execute(item)
 
     async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
-        approver = self.agent.approver
+        approver = self.deps.approver
         if approver is None or item.tool is None:
             return None
         preview, kind = await self._preview(item)
@@ -229,12 +242,12 @@ class BatchRunner:
         return await approver(request)
 
     def _suggested_rule(self, item: Prepared) -> str:
-        return self.agent.permissions.suggest_rule(item.call.name, item.args)
+        return self.deps.permissions.suggest_rule(item.call.name, item.args)
 
     async def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
         if item.tool is not None and item.tool.preview is not None:
             try:  # a diff of a big file takes a while: keep the event loop (and the UI) free
-                return await asyncio.to_thread(item.tool.preview, item.args, self._context(item)), "diff"
+                return await asyncio.to_thread(item.tool.preview, item.args, self.deps.context(item.call.id)), "diff"
             except Exception as exc:  # a preview must never block the approval itself
                 return f"(no preview: {exc})", "text"
         if item.call.name == "Bash":
@@ -244,8 +257,8 @@ class BatchRunner:
     async def _execute(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
-        ctx = self._context(item)
-        await self.agent.lifecycle.notify_tool_start(
+        ctx = self.deps.context(item.call.id)
+        await self.deps.lifecycle.notify_tool_start(
             ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
         )
         started = time.monotonic()
@@ -264,11 +277,11 @@ class BatchRunner:
         if isinstance(result, str):
             result = ToolResult(result)
         record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
-        self.queued.extend(await self.agent.lifecycle.notify_tool_done(record))
+        self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
         return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
 
     async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
-        gates = self.agent.lifecycle.after_tool
+        gates = self.deps.lifecycle.after_tool
         if not gates:
             return outcome
         use = ToolUse(item.call.id, item.call.name, item.args)
@@ -276,22 +289,9 @@ class BatchRunner:
         output = f"{outcome.output}\n\n{verdict.context}" if verdict.context else outcome.output
         return replace(outcome, output=output, events=(*outcome.events, *verdict.events))
 
-    def _context(self, item: Prepared) -> ToolContext:
-        agent = self.agent
-        gates = agent.lifecycle.task_change
-        return ToolContext(
-            item.call.id,
-            agent.workspace,
-            agent.session,
-            agent.extras,
-            read_denied=agent.permissions.read_denied,
-            task_gates=gates if gates else None,
-        )
-
     def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
         self.answered.add(item.call.id)
-        output = self.agent.cap_tool_output(outcome.output)  # one huge result must not fill the window
-        self.agent.append({"role": "tool", "tool_call_id": item.call.id, "content": output}, outcome.status)
+        output = self.deps.record(item.call.id, outcome.output, outcome.status)
         return ToolFinished(
             item.call.id,
             item.call.name,

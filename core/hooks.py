@@ -40,9 +40,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .events import Event, HookResult, Notice
+from .pipes import open_read_pipe
 from .tools.bash import HIDDEN_ENV_DEFAULT, CappedOutput
 
 HookEvent = Literal[
@@ -55,16 +56,7 @@ HookEvent = Literal[
     "TaskCompleted",
     "PreCompact",
 ]
-HOOK_EVENTS: tuple[HookEvent, ...] = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Stop",
-    "TaskCreated",
-    "TaskCompleted",
-    "PreCompact",
-)
+HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TASK_EVENTS = ("TaskCreated", "TaskCompleted")
 UNMATCHED_EVENTS = ("UserPromptSubmit", "Stop")
 """Events whose matcher is ignored, as in Claude Code."""
@@ -178,8 +170,7 @@ def _stdin_file(payload: bytes) -> int:
 
 @dataclass
 class _Pipe:
-    """A read pipe of our own: asyncio's `Process.wait()` would also wait for its own pipes
-    to close, which a background job (`cmd &`) holding them can put off for ever."""
+    """A read pipe of our own (`core/pipes.py` says why)."""
 
     reader: asyncio.StreamReader
     transport: asyncio.ReadTransport
@@ -187,17 +178,7 @@ class _Pipe:
 
     @classmethod
     async def open(cls) -> _Pipe:
-        loop = asyncio.get_running_loop()
-        read_fd, write_fd = os.pipe()
-        reader = asyncio.StreamReader()
-        try:
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
-            )
-        except BaseException:
-            os.close(write_fd)
-            raise
-        return cls(reader, transport, write_fd)
+        return cls(*await open_read_pipe())
 
     def release_write_end(self) -> None:
         if self.write_fd >= 0:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import compaction
-from .batch import BatchRunner
+from .batch import BatchDeps, BatchRunner, Status
+from .context import ToolContext
 from .events import (
     AssistantMessage,
     Compacted,
@@ -226,7 +227,7 @@ class Agent:
                 return
             cut = response.finish_reason == "length"
             refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
-            self._batch = BatchRunner(self, calls, refused)
+            self._batch = BatchRunner(self._batch_deps(), calls, refused)
             async for event in self._batch.run():
                 yield event
             if self._batch.rejected:
@@ -468,6 +469,26 @@ class Agent:
 
     def _schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self.tools]
+
+    def _batch_deps(self) -> BatchDeps:
+        return BatchDeps(self.tools, self.permissions, self.approver, self.lifecycle, self._tool_context, self._record)
+
+    def _tool_context(self, call_id: str) -> ToolContext:
+        gates = self.lifecycle.task_change
+        return ToolContext(
+            call_id,
+            self.workspace,
+            self.session,
+            self.extras,
+            read_denied=self.permissions.read_denied,
+            task_gates=gates if gates else None,
+        )
+
+    def _record(self, call_id: str, output: str, status: Status) -> str:
+        """A tool result into history, cut to fit first (one huge result must not fill the window)."""
+        kept = self.cap_tool_output(output)
+        self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
+        return kept
 
     def append(self, message: Message, status: str | None = None) -> None:
         """Add to history (and the session file). `status` is how a tool call ended."""

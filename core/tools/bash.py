@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import ToolContext
+from ..pipes import open_read_pipe
 from .base import Tool, ToolError, ToolResult, load_description, object_schema, optional_int, require_str, short
 
 DEFAULT_TIMEOUT = 120
@@ -169,16 +170,7 @@ def _timeout_note(seconds: float, escaped: list[str]) -> str:
 
 
 async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
-    loop = asyncio.get_running_loop()
-    read_fd, write_fd = os.pipe()
-    output = asyncio.StreamReader()
-    try:
-        pipe, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(output), os.fdopen(read_fd, "rb", buffering=0)
-        )
-    except BaseException:
-        os.close(write_fd)
-        raise
+    output, pipe, write_fd = await open_read_pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
             "/bin/bash",
