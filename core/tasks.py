@@ -311,9 +311,6 @@ class TaskStore:
 
         return step
 
-    def pending_user_changes(self) -> tuple[str, ...]:
-        return tuple(self._user_changes)
-
     def take_user_changes(self) -> tuple[str, ...]:
         """The person's edits since the last call, oldest first; clears them.
 

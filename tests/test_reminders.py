@@ -159,7 +159,7 @@ async def test_user_edits_are_delivered_once_with_the_list() -> None:
         )
     ]
     assert talk.request() == []
-    assert store.pending_user_changes() == ()
+    assert store.take_user_changes() == ()
 
 
 async def test_user_edits_are_delivered_even_when_nothing_is_left_to_do() -> None:

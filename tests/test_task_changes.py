@@ -276,7 +276,8 @@ async def test_kill_9_during_a_rewind_leaves_the_old_or_the_new_state(project: P
         assert now == old
         assert task.status == "pending" and reopened.changes.files_of("1") == ()
         assert sum(1 for v in reopened.store.versions() if v.extra.get("rewind")) == 1
-        assert len(reopened.store.pending_user_changes()) == 1
+        assert len(reopened.store.take_user_changes()) == 1
+        await reopened.store.drain()
     assert limit != 0 or now == new  # killed before the journal: nothing happened
     assert limit == 0 or now == old  # the journal was written: the rewind is finished
 

@@ -367,7 +367,7 @@ async def test_model_changes_are_not_logged_as_user_edits() -> None:
     await store.create("a")
     await store.update("1", status="in_progress")
     await store.replace_all([TodoItem("b", "pending")])
-    assert store.pending_user_changes() == ()
+    assert store.take_user_changes() == ()
 
 
 async def test_attribution_counts_non_task_calls_to_the_task_in_progress() -> None:
@@ -623,7 +623,6 @@ async def test_the_persons_edits_survive_a_restart_until_delivered(tmp_path: Pat
     await store.user_add("the person's new task")
     # Quit before the next model request, then resume.
     resumed = TaskStore.load(path)
-    assert len(resumed.pending_user_changes()) == 2
     history = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [
@@ -632,10 +631,10 @@ async def test_the_persons_edits_survive_a_restart_until_delivered(tmp_path: Pat
     ]  # fmt: skip
     provide = task_reminder_provider(resumed)
     (reminder,) = provide(history)
-    assert "The user edited the task list" in reminder["content"] and "the person's new task" in reminder["content"]
+    assert 'marked #1 completed; added #2 "the person\'s new task"' in reminder["content"]  # both, in order
     assert provide(history) == []  # delivered once
     await resumed.drain()  # delivered is written down at once, not with the next change
-    assert TaskStore.load(path).pending_user_changes() == ()
+    assert TaskStore.load(path).take_user_changes() == ()
     assert [t.subject for t in TaskStore.load(path).snapshot()] == ["t1", "the person's new task"]
 
 
@@ -648,5 +647,8 @@ async def test_an_edit_made_while_delivery_is_written_stays_pending(tmp_path: Pa
     assert store.take_user_changes() == ('added #1 "first"',)
     await edit
     await store.drain()
-    assert TaskStore.load(path).pending_user_changes() == ('added #2 "second"',)
-    assert store.pending_user_changes() == ('added #2 "second"',)
+    on_disk = TaskStore.load(path)
+    assert on_disk.take_user_changes() == ('added #2 "second"',)
+    assert store.take_user_changes() == ('added #2 "second"',)
+    await on_disk.drain()
+    await store.drain()

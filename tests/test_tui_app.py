@@ -587,7 +587,8 @@ async def test_editing_the_plan_from_the_panel(workspace: Path) -> None:
         await wait_until(pilot, lambda: [t.subject for t in store()] == ["First", "Second"])
         await pilot.pause()
         assert [t.subject for t in screen.panel.tasks] == ["First", "Second"]
-        assert screen.runtime.store.pending_user_changes()
+        assert screen.runtime.store.take_user_changes()  # the next request tells the model
+        await screen.runtime.store.drain()
 
 
 async def test_command_palette_lists_commands_and_toggles(workspace: Path) -> None:
