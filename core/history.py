@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .model import Message
+from .model import Message, ModelResponse, ToolCall
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
@@ -114,3 +114,39 @@ def _valid_arguments(call: object) -> bool:
     except ValueError:  # JSONDecodeError too; NaN and Infinity are not JSON either
         return False
     return True
+
+
+def assistant_message(history: Sequence[Message], response: ModelResponse) -> tuple[Message, list[ToolCall]]:
+    """The message to append for `response`, and its tool calls as the batch runs them.
+
+    Ids must be unique across the whole history: servers that send none get ids from a
+    per-process counter, so a resumed session would repeat call_1, call_2, … A repeated or
+    missing id is replaced. Servers answer HTTP 500 to a history holding invalid JSON
+    arguments, so a call whose arguments do not parse is stored as `{}` (the batch answers
+    it with an error).
+    """
+    seen = {str(c.get("id")) for m in history if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+    calls: list[ToolCall] = []
+    for n, call in enumerate(response.tool_calls, start=1):
+        call_id = call.id if call.id and call.id not in seen else f"call_{len(history)}_{n}"
+        seen.add(call_id)
+        calls.append(ToolCall(call_id, call.name, call.arguments))
+    message: Message = {"role": "assistant", "content": response.content or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": _storable(c.arguments)},
+            }
+            for c in calls
+        ]
+    return message, calls
+
+
+def _storable(raw: str) -> str:
+    try:
+        strict_json(raw or "{}")
+    except ValueError:  # includes JSONDecodeError; NaN/Infinity are not JSON either
+        return "{}"
+    return raw or "{}"

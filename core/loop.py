@@ -26,15 +26,13 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from . import compaction
 from .batch import BatchDeps, BatchRunner, Status
 from .context import ToolContext
 from .events import (
     AssistantMessage,
     Compacted,
-    Compacting,
     Error,
     Event,
     Notice,
@@ -44,8 +42,8 @@ from .events import (
     Usage,
 )
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
-from .history import missing_replies, strict_json
-from .lifecycle import CompactInfo, Lifecycle, StopState, TurnState, run_gates
+from .history import assistant_message, missing_replies
+from .lifecycle import Lifecycle, StopState, TurnState, run_gates
 from .model import (
     ChatModel,
     ContextOverflowError,
@@ -56,18 +54,12 @@ from .model import (
     ToolCall,
 )
 from .permissions import Approver, PermissionPolicy
-from .session import CompactionMark, Session
+from .session import Session
 from .tokens import ContextBudget, TokenCounter
 from .tools.base import Tool
+from .window import WindowKeeper
 
 log = logging.getLogger(__name__)
-
-
-Trigger = Literal["auto", "manual", "overflow"]
-
-MAX_TOOL_OUTPUT = 100_000
-"""Characters of one tool result kept in history at most, whatever the window."""
-MIN_TOOL_OUTPUT = 2_000
 
 
 @dataclass
@@ -104,16 +96,15 @@ class Agent:
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
     _max_tokens: int = field(default=0, repr=False)
     """`max_tokens` of the latest request."""
-    _compact_floor: int = field(default=0, repr=False)
-    """After a compaction that could not get below the threshold: the size the prompt must
-    grow past before the next automatic one (so it does not run on every request)."""
     _interrupting: bool = field(default=False, repr=False)
     _partial: list[str] = field(default_factory=list, repr=False)
     """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
     token, which made a 2 MB answer quadratic."""
     _batch: BatchRunner | None = field(default=None, repr=False)
+    _window: WindowKeeper = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._window = WindowKeeper(self)
         if self.session is not None:
             self.history = self.session.messages
         if self.history:  # a resumed session: its size, before any request measures it
@@ -134,26 +125,11 @@ class Agent:
 
     def prompt_estimate(self) -> int:
         """Tokens the next request would take, as the server would count them."""
-        return self.counter.prompt_tokens(self._messages(), self._schemas())
+        return self.counter.prompt_tokens(self.request_messages(), self.schemas())
 
     def prefix_tokens(self) -> int:
         """The fixed part of every request: system prompt and tool schemas."""
-        return self.counter.estimate(self._messages()[:1], self._schemas())
-
-    def cap_tool_output(self, text: str) -> str:
-        """A tool result as it enters history: cut in the middle when one result alone would
-        take more than a third of the room the window leaves (2,000–100,000 characters), so
-        a few results fit between compactions and the latest one is always kept verbatim."""
-        room = self.budget.room(self.prefix_tokens())
-        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * self.counter.chars_per_token)))
-        if len(text) <= limit:
-            return text
-        head = limit * 2 // 3
-        note = (
-            f"\n[… {len(text) - limit:,} characters cut from the middle: this result is too long for the context "
-            "window. Read it in smaller pieces (Read with offset and limit, Grep, a narrower command) …]\n"
-        )
-        return text[:head] + note + text[len(text) - (limit - head) :]
+        return self.counter.estimate(self.request_messages()[:1], self.schemas())
 
     async def _run(self, body: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
         if self.busy:
@@ -257,8 +233,8 @@ class Agent:
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model request: compact if due, append reminders, ask. A request the server
         refuses as too long is retried once after compacting."""
-        if self._compaction_due():
-            async for event in self._compact("auto"):
+        if self._window.compaction_due():
+            async for event in self._window.compact("auto"):
                 yield event
         overflow: list[ContextOverflowError] = []
         for attempt in (1, 2):
@@ -266,10 +242,10 @@ class Agent:
                 yield item
             if not overflow or attempt == 2:
                 break
-            for event in self._learn_window(overflow[-1]):
+            for event in self._window.learn_window(overflow[-1]):
                 yield event
             compacted = False
-            async for event in self._compact("overflow"):
+            async for event in self._window.compact("overflow"):
                 compacted = compacted or isinstance(event, Compacted)
                 yield event
             if not compacted:
@@ -299,10 +275,10 @@ class Agent:
     async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
         """One model request, retried when a response fails part-way. A refusal as too
         long is handed back (not retried here: the history must shrink first)."""
-        schemas = self._schemas()
+        schemas = self.schemas()
         for attempt in range(1, self.options.stream_retries + 2):
             self._partial = []
-            messages = self._messages()
+            messages = self.request_messages()
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
                 async for item in self.model.stream(messages, schemas, max_tokens=self._max_tokens):
@@ -342,132 +318,29 @@ class Agent:
 
     # --- compaction -----------------------------------------------------------------
 
-    def _compaction_due(self) -> bool:
-        return len(self.history) > 1 and self.prompt_estimate() > max(self.budget.trigger, self._compact_floor)
-
     async def _compact_now(self, focus: str) -> AsyncIterator[Event]:
         failed = False
-        async for event in self._compact("manual", focus):
+        async for event in self._window.compact("manual", focus):
             failed = failed or (isinstance(event, Notice) and event.level == "error")
             yield event
         yield TurnEnd("error" if failed else "done")
 
-    async def _compact(self, trigger: Trigger, focus: str = "") -> AsyncIterator[Event]:
-        """Summarise the older history; yields `Compacted`, or an error notice and changes nothing."""
-        if len(self.history) < 2:
-            yield Notice("nothing to compact yet", "info")
-            return
-        before = self.prompt_estimate()
-        for event in await self.lifecycle.notify_before_compact(CompactInfo(trigger, focus, before)):
-            yield event
-        yield Compacting(trigger, before)
-        try:
-            result = await compaction.compact(
-                self.model, self.history, self._compaction_limits(trigger), self.counter.message_tokens, focus
-            )
-        except (compaction.CompactionError, ScriptError) as exc:
-            yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
-            return
-        except Exception as exc:  # a summary that fails in a way nobody foresaw must not cost the session
-            log.exception("compaction failed")
-            yield Notice(f"could not compact the conversation ({type(exc).__name__}: {exc}); it is unchanged", "error")
-            return
-        summary = result.history[0]
-        after = self.counter.estimate([*self._messages()[:1], *result.history], self._schemas())
-        if after >= before:  # a short history: its summary would take more room, not less
-            self._compact_floor = before + max(256, self.budget.window // 20)
-            yield Notice("nothing to gain from compacting yet: the summary would not be shorter", "info")
-            return
-        self.counter.forget()
-        mark = CompactionMark(before, after, trigger, result.summarised, str(summary["content"]))
-        if self.session is not None:
-            self.session.compact(summary, result.kept, mark)
-        else:
-            self.history[:] = result.history
-        self.context_tokens = after
-        self._compact_floor = after + max(256, self.budget.window // 20) if after > self.budget.trigger else 0
-        yield Compacted(before, after, trigger, result.summarised, result.kept)
-
-    def _compaction_limits(self, trigger: Trigger) -> compaction.Limits:
-        """Sizes from the room the window leaves: the verbatim tail may hold 30% of it (a
-        quarter of the history at most on `/compact`, which is asked for to free room), or
-        half of it if that is what the latest message takes (not on `/compact`), the summary a quarter (200–2,048
-        tokens), and each summary request most of the window."""
-        room = self.budget.room(self.prefix_tokens())
-        keep, latest = room * 3 // 10, room // 2
-        if trigger == "manual":
-            keep = latest = min(keep, sum(self.counter.message_tokens(m) for m in self.history) // 4)
-        window = self.budget.window
-        summary_tokens = max(200, min(2048, room // 4))
-        slice_tokens = max(500, int((window - summary_tokens - 800) * 0.8))
-        return compaction.Limits(
-            keep_tokens=keep,
-            latest_tokens=latest,
-            summary_tokens=summary_tokens,
-            slice_chars=int(slice_tokens * self.counter.chars_per_token),
-        )
-
-    def _learn_window(self, overflow: ContextOverflowError) -> list[Event]:
-        """The server named its window (or the prompt's size) in the refusal: believe it."""
-        if overflow.prompt_tokens:
-            self.counter.calibrate(self._messages(), self._schemas(), overflow.prompt_tokens)
-        if not overflow.window or overflow.window == self.budget.window:
-            return []
-        old, self.budget.window, self.budget.source = self.budget.window, overflow.window, "server"
-        return [Notice(f"the server's context window is {overflow.window:,} tokens, not {old:,}; using it", "warning")]
-
     def _drop_unsent(self, turn: _Turn) -> str:
-        """A prompt the model never answered because it cannot be sent is taken back out of
-        the history (with the reminders after it), so retrying does not grow every later
-        request. Returns a note for the error message."""
-        if turn.answered:
-            return ""
-        index = next((i for i in range(len(self.history) - 1, -1, -1) if self.history[i] is turn.prompt), None)
-        if index is None:
-            return ""
-        if self.session is not None:
-            self.session.rewind(index)
-        else:
-            del self.history[index:]
-        self.counter.forget()
-        self.context_tokens = self.prompt_estimate()
-        return " (this message was not kept in the conversation; send it again)"
+        """Take back the turn's prompt if the model has not answered it (`WindowKeeper.take_back`)."""
+        return "" if turn.answered else self._window.take_back(turn.prompt)
 
     def _record_assistant(self, response: ModelResponse) -> list[ToolCall]:
-        """Append the assistant message; tool calls are stored with valid JSON arguments.
-
-        Servers answer HTTP 500 to a history holding invalid JSON arguments, so a call
-        whose arguments do not parse is stored as `{}` (the batch answers it with an error).
-        """
-        calls: list[ToolCall] = []
-        # Ids must be unique across the whole history: servers that send none get ids from
-        # a per-process counter, so a resumed session would repeat call_1, call_2, …
-        seen = {
-            str(c.get("id")) for m in self.history if m.get("role") == "assistant" for c in m.get("tool_calls") or []
-        }
-        for n, call in enumerate(response.tool_calls, start=1):
-            call_id = call.id if call.id and call.id not in seen else f"call_{len(self.history)}_{n}"
-            seen.add(call_id)
-            calls.append(ToolCall(call_id, call.name, call.arguments))
-        message: Message = {"role": "assistant", "content": response.content or (None if calls else "")}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": _storable_arguments(c.arguments)},
-                }
-                for c in calls
-            ]
+        message, calls = assistant_message(self.history, response)
         self.append(message)
         return calls
 
     # --- helpers --------------------------------------------------------------------
 
-    def _messages(self) -> list[Message]:
-        return [{"role": "system", "content": self.system_prompt}, *self.history]
+    def request_messages(self, history: Sequence[Message] | None = None) -> list[Message]:
+        """What a request sends: the system prompt, then `history` (by default the agent's own)."""
+        return [{"role": "system", "content": self.system_prompt}, *(self.history if history is None else history)]
 
-    def _schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self.tools]
 
     def _batch_deps(self) -> BatchDeps:
@@ -486,7 +359,7 @@ class Agent:
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""
-        kept = self.cap_tool_output(output)
+        kept = self._window.cap_tool_output(output)
         self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
         return kept
 
@@ -536,11 +409,3 @@ class _Turn:
     """How many times `stop` gates continued this turn."""
     answered: bool = False
     """Whether the model has answered anything in this turn yet."""
-
-
-def _storable_arguments(raw: str) -> str:
-    try:
-        strict_json(raw or "{}")
-    except ValueError:  # includes JSONDecodeError; NaN/Infinity are not JSON either
-        return "{}"
-    return raw or "{}"

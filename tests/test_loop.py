@@ -26,7 +26,7 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
-from todo_agent.core.history import unanswered_tool_calls
+from todo_agent.core.history import assistant_message, unanswered_tool_calls
 from todo_agent.core.lifecycle import Lifecycle, TurnState
 from todo_agent.core.loop import Agent, AgentOptions
 from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem, ToolCall
@@ -433,15 +433,9 @@ async def test_tool_started_carries_summary(workspace: Path) -> None:
 
 def test_tool_call_ids_are_made_unique() -> None:
     calls = (ToolCall("same", "Echo", "{}"), ToolCall("same", "Echo", "{}"))
-    agent = Agent(
-        model=ScriptedModel([]),
-        tools=TOOLS,
-        workspace=Path("."),
-        permissions=PermissionPolicy(Path(".")),
-        system_prompt="",
-    )
-    recorded = agent._record_assistant(ModelResponse("", calls))
+    message, recorded = assistant_message([], ModelResponse("", calls))
     assert len({c.id for c in recorded}) == 2
+    assert [c["id"] for c in message["tool_calls"]] == [c.id for c in recorded]
 
 
 async def test_edit_approval_shows_a_unified_diff(workspace: Path) -> None:
