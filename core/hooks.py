@@ -3,7 +3,7 @@
 Each `[[hooks.<Event>]]` entry in settings is a `HookSpec`: a `command` run with
 `/bin/sh -c` in the workspace, an optional `matcher` and a `timeout` (default 60 s).
 `HookRunner.run(event, fields, target)` runs every spec of `event` that matches `target`,
-all at once, each in its own process group (a new session), with one JSON object on
+all at once, each in its own process group (`core/hook_process.py`), with one JSON object on
 stdin: `session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name` and
 the event's own `fields` (Claude Code's field names). It never blocks the event loop.
 
@@ -30,21 +30,17 @@ regular expression searched in the task's subject. `UserPromptSubmit` and `Stop`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
-import signal
-import tempfile
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .events import Event, HookResult, Notice
-from .pipes import open_read_pipe
-from .tools.bash import HIDDEN_ENV_DEFAULT, CappedOutput
+from .hook_process import run_command
+from .tools.bash import HIDDEN_ENV_DEFAULT
 
 HookEvent = Literal[
     "SessionStart",
@@ -69,13 +65,8 @@ DEFAULT_TIMEOUT = 60.0
 BLOCK_EXIT = 2
 Source = Literal["user", "project"]
 
-_STDOUT_HEAD, _STDOUT_TAIL = 40_000, 10_000
-_STDERR_HEAD, _STDERR_TAIL = 8_000, 4_000
 MAX_CONTEXT_CHARS = 10_000
 """Per hook: context beyond this is cut (a hook printing a whole log must not flood the model)."""
-_KILL_GRACE = 1.0
-_OUTPUT_GRACE = 0.5
-_CHUNK = 65_536
 _PLAIN_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
 
 
@@ -114,7 +105,7 @@ def specs_from_table(table: Mapping[str, Any], source: Source) -> list[HookSpec]
     return specs
 
 
-# --- running one command ---------------------------------------------------------------
+# --- running one command (core/hook_process.py) ----------------------------------------
 
 
 @dataclass(frozen=True)
@@ -131,160 +122,10 @@ class HookRun:
     start_error: str = ""
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _wait(proc: asyncio.subprocess.Process, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await proc.wait()
-
-
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the hook's whole process group, then SIGKILL whatever is left."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        await _wait(proc, _KILL_GRACE)
-    finally:
-        _signal_group(proc.pid, signal.SIGKILL)  # also when a second cancel cuts the grace short
-    await _wait(proc, _KILL_GRACE)
-
-
-def _stdin_file(payload: bytes) -> int:
-    """The input as an unlinked temporary file: the hook may read it or not, at any pace,
-    and nothing of ours waits on a pipe it never drains. Returns its descriptor."""
-    fd, name = tempfile.mkstemp(prefix="todo-agent-hook-")
-    try:
-        os.unlink(name)
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-@dataclass
-class _Pipe:
-    """A read pipe of our own (`core/pipes.py` says why)."""
-
-    reader: asyncio.StreamReader
-    transport: asyncio.ReadTransport
-    write_fd: int
-
-    @classmethod
-    async def open(cls) -> _Pipe:
-        return cls(*await open_read_pipe())
-
-    def release_write_end(self) -> None:
-        if self.write_fd >= 0:
-            os.close(self.write_fd)
-            self.write_fd = -1
-
-    def close(self) -> None:
-        self.release_write_end()
-        self.transport.close()
-
-
-@dataclass
-class _Streams:
-    """The hook's stdin (a file) and its stdout and stderr (pipes of ours)."""
-
-    stdin: int
-    out: _Pipe
-    err: _Pipe
-
-    def release_child_ends(self) -> None:
-        """Once the hook holds them: EOF comes when it and its children let go."""
-        self.out.release_write_end()
-        self.err.release_write_end()
-
-
-async def _read_into(reader: asyncio.StreamReader, output: CappedOutput) -> None:
-    while chunk := await reader.read(_CHUNK):
-        output.feed(chunk)
-
-
-async def _spawn(command: str, cwd: Path, env: Mapping[str, str], streams: _Streams) -> asyncio.subprocess.Process:
-    try:
-        return await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=streams.stdin,
-            stdout=streams.out.write_fd,
-            stderr=streams.err.write_fd,
-            start_new_session=True,
-        )
-    finally:
-        streams.release_child_ends()
-
-
-async def _start(command: str, cwd: Path, env: Mapping[str, str], streams: _Streams) -> asyncio.subprocess.Process:
-    """Spawn; if cancelled while spawning, finish starting and kill the group (asyncio's
-    own clean-up would kill the shell alone and orphan what it started)."""
-    spawning = asyncio.ensure_future(_spawn(command, cwd, env, streams))
-    try:
-        return await asyncio.shield(spawning)
-    except asyncio.CancelledError:
-        with contextlib.suppress(OSError):
-            await _kill_group(await spawning)
-        raise
-
-
 async def run_hook(spec: HookSpec, payload: bytes, cwd: Path, env: Mapping[str, str]) -> HookRun:
     """Run one hook command to its end, its timeout, or a cancellation (which kills its group)."""
-    started = time.monotonic()
-    stdin = await asyncio.to_thread(_stdin_file, payload)
-    pipes: list[_Pipe] = []
-    try:
-        pipes.append(await _Pipe.open())
-        pipes.append(await _Pipe.open())
-        streams = _Streams(stdin, *pipes)
-        try:
-            proc = await _start(spec.command, cwd, env, streams)
-        except OSError as exc:
-            message = f"cannot start /bin/sh in {cwd}: {exc.strerror or exc}"
-            return HookRun(spec, None, "", "", time.monotonic() - started, start_error=message)
-        return await _collect(spec, proc, streams, started)
-    finally:
-        os.close(stdin)
-        for pipe in pipes:
-            pipe.close()
-
-
-async def _collect(spec: HookSpec, proc: asyncio.subprocess.Process, streams: _Streams, started: float) -> HookRun:
-    stdout, stderr = CappedOutput(_STDOUT_HEAD, _STDOUT_TAIL), CappedOutput(_STDERR_HEAD, _STDERR_TAIL)
-    reading = [
-        asyncio.ensure_future(_read_into(streams.out.reader, stdout)),
-        asyncio.ensure_future(_read_into(streams.err.reader, stderr)),
-    ]
-    timed_out = False
-    code: int | None = None
-    try:
-        try:
-            async with asyncio.timeout(spec.timeout):
-                code = await proc.wait()
-        except TimeoutError:
-            timed_out = True
-            await _kill_group(proc)
-        except BaseException:
-            await _kill_group(proc)  # interrupted: nothing of the hook may outlive the turn
-            raise
-        # Output still in the pipes arrives just after the exit; a background job holding
-        # them open must not make us wait for it.
-        await asyncio.wait(reading, timeout=_OUTPUT_GRACE)
-    finally:
-        for task in reading:
-            task.cancel()
-    elapsed = time.monotonic() - started
-    return HookRun(spec, None if timed_out else code, stdout.text(), stderr.text(), elapsed, timed_out=timed_out)
+    done = await run_command(spec.command, spec.timeout, payload, cwd, env)
+    return HookRun(spec, done.exit_code, done.stdout, done.stderr, done.elapsed, done.timed_out, done.start_error)
 
 
 # --- what the runs add up to -----------------------------------------------------------
