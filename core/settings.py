@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from .hooks import HOOK_EVENTS, HookSpec, specs_from_table
-from .permissions import MODES, PermissionMode, Rule
+from .permission_rules import Rule
+from .permissions import MODES, PermissionMode
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]

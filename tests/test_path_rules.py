@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permissions import PermissionPolicy, Rule
+from todo_agent.core.permission_rules import Rule
+from todo_agent.core.permissions import PermissionPolicy
 
 
 @pytest.mark.parametrize(

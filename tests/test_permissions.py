@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from todo_agent.core.permissions import PermissionPolicy, Rule
+from todo_agent.core.permission_rules import Rule
+from todo_agent.core.permissions import PermissionPolicy
 
 
 def policy(

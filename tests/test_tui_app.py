@@ -28,7 +28,7 @@ from tui_helpers import (
 
 from todo_agent.core.events import Event
 from todo_agent.core.model import ScriptedModel
-from todo_agent.core.permissions import Rule
+from todo_agent.core.permission_rules import Rule
 from todo_agent.core.settings import Config
 from todo_agent.core.tasks import Task
 from todo_agent.tui.app import DOUBLE_TAP, TodoAgentApp
