@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from . import task_format
 from . import task_history as history
 from . import task_rules as rules
 from .events import TasksUpdated
@@ -370,7 +371,7 @@ class TaskStore:
             if (change.tasks, change.next_id) == (tasks, next_id) and not change.log and not change.rewrite:
                 return None
             changes = [*self._user_changes, change.log] if change.log else self._user_changes
-            return rules.encode(change.tasks, change.next_id, changes, version)
+            return task_format.encode(change.tasks, change.next_id, changes, version)
 
         try:
             update_atomic(path, _decode_versioned, compute)
@@ -438,20 +439,20 @@ def _undo(tasks: tuple[Task, ...], target: history.Version) -> tuple[Task, ...]:
         gone = target.task_id is None or all(t.id != target.task_id for t in tasks)
         return tasks if gone or target.task_id is None else rules.remove(tasks, target.task_id)
     try:
-        before = rules.decode_task(target.before)
+        before = task_format.decode_task(target.before)
     except ValueError as exc:
         raise StoreError(f"cannot undo {target.what!r}: its saved state is unreadable") from exc
     return rules.restore(tasks, before, target.index)
 
 
 def _decode_versioned(document: Any) -> tuple[tuple[Task, ...], int, int]:
-    tasks, next_id = rules.decode(document)
-    return tasks, next_id, rules.decode_version(document)
+    tasks, next_id = task_format.decode(document)
+    return tasks, next_id, task_format.decode_version(document)
 
 
 def _decode_saved(document: Any) -> tuple[tuple[Task, ...], int, tuple[str, ...], int]:
-    tasks, next_id = rules.decode(document)
-    return tasks, next_id, rules.decode_user_changes(document), rules.decode_version(document)
+    tasks, next_id = task_format.decode(document)
+    return tasks, next_id, task_format.decode_user_changes(document), task_format.decode_version(document)
 
 
 def attribution_observer(store: TaskStore) -> ToolObserver:

@@ -24,7 +24,7 @@ import pytest
 from _task_crash_child import clock, step
 
 from todo_agent.core import task_persistence
-from todo_agent.core.task_rules import decode
+from todo_agent.core.task_format import decode
 from todo_agent.core.tasks import Task, TaskStore
 
 CHILD = Path(__file__).with_name("_task_crash_child.py")

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from todo_agent.core import task_persistence
 from todo_agent.core.lifecycle import ToolRecord
-from todo_agent.core.task_rules import decode, encode
+from todo_agent.core.task_format import decode, encode
 from todo_agent.core.tasks import (
     STATUSES,
     StoreError,
