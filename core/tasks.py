@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -31,6 +31,7 @@ from .task_model import (
     time_in_progress,
 )
 from .task_persistence import PersistenceError, read_json, update_atomic
+from .task_render import render_for_model, render_tasks
 from .task_rules import open_blockers, violations
 
 if TYPE_CHECKING:
@@ -464,41 +465,3 @@ def attribution_observer(store: TaskStore) -> ToolObserver:
         return TasksUpdated(store.snapshot())  # the panel's per-task counts; coalesced per batch
 
     return observe
-
-
-# --- rendering -----------------------------------------------------------------------
-
-MARKS: dict[str, str] = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
-
-
-def render_tasks(tasks: Sequence[Task], files: Mapping[str, Sequence[str]] | None = None) -> str:
-    """The list for people (`/todos`, the panel, `-p`); `files`, when given, are lines
-    listing what each task changed, shown under it."""
-    if not tasks:
-        return "No tasks yet"
-    lines = []
-    for task in tasks:
-        line = f"{MARKS[task.status]} #{task.id} {task.subject}"
-        if task.status == "in_progress" and task.activeForm:
-            line += f"  ← {task.activeForm}"
-        lines.append(line)
-        lines.extend(f"    {row}" for row in (files or {}).get(task.id, ()))
-    done = sum(1 for t in tasks if t.status == "completed")
-    lines.append(f"({done}/{len(tasks)} completed)")
-    return "\n".join(lines)
-
-
-def render_for_model(tasks: Sequence[Task]) -> str:
-    """The compact list for the model: id, status, subject, owner, open blockers."""
-    if not tasks:
-        return "No tasks."
-    lines = []
-    for task in tasks:
-        line = f"#{task.id} [{task.status}] {task.subject}"
-        if task.owner:
-            line += f" (owner: {task.owner})"
-        blockers = open_blockers(task, tasks)
-        if blockers:
-            line += " [blocked by " + ", ".join(f"#{b}" for b in blockers) + "]"
-        lines.append(line)
-    return "\n".join(lines)
