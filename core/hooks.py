@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .events import Event, HookResult, Notice
-from .hook_process import run_command
+from .hook_process import Finished, run_command
 from .tools.bash import HIDDEN_ENV_DEFAULT
 
 HookEvent = Literal[
@@ -110,22 +110,15 @@ def specs_from_table(table: Mapping[str, Any], source: Source) -> list[HookSpec]
 
 @dataclass(frozen=True)
 class HookRun:
-    """What one hook command did."""
+    """One hook's command, and what its process did."""
 
     spec: HookSpec
-    exit_code: int | None
-    """None when it timed out or could not start."""
-    stdout: str
-    stderr: str
-    elapsed: float
-    timed_out: bool = False
-    start_error: str = ""
+    process: Finished
 
 
 async def run_hook(spec: HookSpec, payload: bytes, cwd: Path, env: Mapping[str, str]) -> HookRun:
     """Run one hook command to its end, its timeout, or a cancellation (which kills its group)."""
-    done = await run_command(spec.command, spec.timeout, payload, cwd, env)
-    return HookRun(spec, done.exit_code, done.stdout, done.stderr, done.elapsed, done.timed_out, done.start_error)
+    return HookRun(spec, await run_command(spec.command, spec.timeout, payload, cwd, env))
 
 
 # --- what the runs add up to -----------------------------------------------------------
@@ -203,21 +196,21 @@ def _from_json(event: HookEvent, data: dict[str, Any], verdict: _Verdict) -> Non
 
 def judge(event: HookEvent, run: HookRun) -> _Verdict:
     """What one run means, by Claude Code's rules (module docstring)."""
-    verdict = _Verdict()
-    if run.start_error:
-        verdict.status, verdict.message = "failed", run.start_error
-    elif run.timed_out:
+    verdict, done = _Verdict(), run.process
+    if done.start_error:
+        verdict.status, verdict.message = "failed", done.start_error
+    elif done.timed_out:
         verdict.status = "timeout"
         verdict.message = f"timed out after {run.spec.timeout:g} s; it and everything it started were killed"
-    elif run.exit_code == BLOCK_EXIT and event not in UNBLOCKABLE:
-        verdict.status, verdict.reason = "blocked", run.stderr.strip()
-    elif run.exit_code != 0:
+    elif done.exit_code == BLOCK_EXIT and event not in UNBLOCKABLE:
+        verdict.status, verdict.reason = "blocked", done.stderr.strip()
+    elif done.exit_code != 0:
         verdict.status = "failed"
-        verdict.message = _first_line(run.stderr) or "(no output on stderr)"
-    elif (data := _json_object(run.stdout)) is not None:
+        verdict.message = _first_line(done.stderr) or "(no output on stderr)"
+    elif (data := _json_object(done.stdout)) is not None:
         _from_json(event, data, verdict)
     elif event in PLAIN_STDOUT_IS_CONTEXT:
-        verdict.context = run.stdout
+        verdict.context = done.stdout
     if verdict.status == "blocked":
         verdict.reason = verdict.reason.strip() or f"blocked by the {event} hook `{run.spec.command}` (no reason given)"
         verdict.message = _first_line(verdict.reason)
@@ -236,9 +229,9 @@ def fold(event: HookEvent, runs: Iterable[HookRun]) -> HookOutcome:
                 hook_event=event,
                 command=run.spec.command,
                 status=verdict.status,
-                exit_code=run.exit_code,
+                exit_code=run.process.exit_code,
                 message=verdict.message,
-                elapsed=run.elapsed,
+                elapsed=run.process.elapsed,
                 source=run.spec.source,
             )
         )

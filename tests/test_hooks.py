@@ -303,7 +303,7 @@ async def test_cancelling_kills_every_running_hook(workspace: Path) -> None:
 
 async def test_a_background_job_holding_stdout_does_not_hold_up_the_hook(workspace: Path) -> None:
     spec = HookSpec("UserPromptSubmit", "echo ready; (sleep 300; echo late) & echo $! > bg.pid", timeout=30)
-    run = await run_hook(spec, b"{}", workspace, hook_environment(workspace))
+    run = (await run_hook(spec, b"{}", workspace, hook_environment(workspace))).process
     assert run.exit_code == 0 and run.stdout.strip() == "ready" and not run.timed_out
     background = read_pid(workspace / "bg.pid")
     assert background is not None
