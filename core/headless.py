@@ -121,12 +121,12 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
         if streaming:
             output.json(event_to_json(event))
         tally.feed(event)
-    async with aclosing(runtime.agent.run_turn(prompt)) as events:
+    async with aclosing(runtime.run_turn(prompt)) as events:
         async for event in events:
             if streaming:
                 output.json(event_to_json(event))
-                if output.closed and runtime.agent.busy:
-                    runtime.agent.interrupt()  # nobody reads on: stop spending tokens, end cleanly
+                if output.closed:
+                    runtime.interrupt()  # nobody reads on: stop spending tokens, end cleanly
             tally.feed(event)
     reason = tally.end.reason if tally.end else "error"
     code = EXIT_CODES.get(reason, 1)
@@ -142,12 +142,10 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
                 "is_error": code != 0,
                 "reason": reason,
                 "errors": tally.errors,
-                "session_id": runtime.session.id,
+                "session_id": runtime.session_id,
                 "usage": _usage(runtime, tally),
                 # Each task with the files it changed (path, created/modified/deleted, lines +/−).
-                "tasks": [
-                    {**dataclasses.asdict(t), "files": runtime.changes.as_json(t.id)} for t in runtime.store.snapshot()
-                ],
+                "tasks": [{**dataclasses.asdict(t), "files": runtime.files_changed(t.id)} for t in runtime.tasks()],
             }
         )
     return PIPE_CLOSED if output.closed else code

@@ -1,6 +1,9 @@
 """Composition of one running agent: config, session, task store, tools, agent.
 
-Both front ends (the TUI and headless `-p`) build a `Runtime` and drive its `agent`.
+Both front ends (the TUI and headless `-p`) build a `Runtime` and drive it through its
+methods (`run_turn`, `interrupt`, `set_mode`, `new_session`, `resume`, …), never through
+the agent or the policy it holds. The one collaborator they use directly is the task
+store's `user_*` API: the person's edits of the plan.
 Creating a runtime is fast and never imports `openai`: the model client is built on
 first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
 `warm_up()` first asks a configured server about itself (`core/server_info.py`): its
@@ -10,7 +13,7 @@ context window, when no `context_window` is set, and its model, when none was ch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +28,13 @@ from .instructions import build_system_context, describe_loaded
 from .lifecycle import Lifecycle
 from .loop import Agent, AgentOptions
 from .model import ChatModel, Message, ScriptedModel, StreamItem
-from .permissions import Approver, PermissionPolicy
+from .permissions import Approver, PermissionMode, PermissionPolicy
 from .reminders import task_reminder_provider, unfinished_stop_check
 from .server_info import ServerInfo, probe
-from .session import Session, SessionInfo, find_session, latest_session, list_sessions
+from .session import Session, SessionInfo, TranscriptItem, find_session, latest_session, list_sessions
 from .settings import Config, project_settings_path
 from .shell_hooks import SessionSource, ShellHooks
+from .task_model import Task
 from .tasks import TaskStore, attribution_observer
 from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
 from .tools import bash, files, search
@@ -175,6 +179,32 @@ class Runtime:
     def history(self) -> list[Message]:
         return self.agent.history
 
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    @property
+    def mode(self) -> PermissionMode:
+        return self.permissions.mode
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn (or a compaction) is running."""
+        return self.agent.busy
+
+    @property
+    def transcript(self) -> list[TranscriptItem]:
+        """The whole conversation to draw, compactions marked (the model sees `history`)."""
+        return self.session.transcript
+
+    def tool_status(self, call_id: str) -> str | None:
+        """How a past tool call ended (`ok`, `denied`, …), for drawing a resumed transcript."""
+        return self.session.tool_status.get(call_id)
+
+    def tasks(self) -> tuple[Task, ...]:
+        """The task list as it is now (the person may have edited it since the last event)."""
+        return self.store.snapshot()
+
     def startup_notices(self) -> list[Notice]:
         notices = [Notice(describe_loaded(self.system, self.config.workspace)), Notice(f"date {self.system.date}")]
         if self.history:
@@ -270,6 +300,33 @@ class Runtime:
         except Exception:  # cosmetic only; a resumed history may hold odd arguments
             return ""
 
+    def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
+        """One turn; consume with `async with aclosing(runtime.run_turn(p))`."""
+        return self.agent.run_turn(prompt)
+
+    def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
+        """`/compact [focus]`, run like a turn."""
+        return self.agent.compact(focus)
+
+    def interrupt(self) -> bool:
+        """End the running turn as soon as possible. False when none runs in the core (the
+        front end may still be waiting for its first event)."""
+        if not self.agent.busy:
+            return False
+        self.agent.interrupt()
+        return True
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        self.permissions.mode = mode
+
+    def cycle_mode(self) -> PermissionMode:
+        """The next permission mode (shift+tab); returns it."""
+        return self.permissions.cycle_mode()
+
+    def close(self) -> None:
+        """Let go of the session (its lock); the runtime is not used after."""
+        self.session.close()
+
     def set_approver(self, approver: Approver | None) -> None:
         """Who answers approvals from now on (the TUI's modal; None in headless mode)."""
         self.approver = approver
@@ -335,6 +392,19 @@ class Runtime:
             for task, files in self.changes.records.items()
             if files
         }
+
+    def change_lines(self) -> dict[str, str]:
+        """Per task that changed files, its panel line (`2 files · +5 −1`)."""
+        return {task: summary.line() for task, summary in self.changes.summaries().items()}
+
+    def task_changes(self, task_id: str) -> tuple[str, str]:
+        """What a task changed: its summary line ("" when nothing) and the unified diff."""
+        summary = self.changes.summaries().get(task_id)
+        return (summary.line() if summary else ""), self.changes.diff(task_id)
+
+    def files_changed(self, task_id: str) -> list[dict[str, Any]]:
+        """The files a task changed, for JSON output (path, kind, lines added and removed)."""
+        return self.changes.as_json(task_id)
 
     async def plan_rewind(self, task_id: str) -> rewind.RewindPlan:
         return await asyncio.to_thread(rewind.plan, self.changes, self.store, task_id)

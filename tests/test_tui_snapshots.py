@@ -33,6 +33,7 @@ from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import PlainEntry
+from todo_agent.tui.widgets.status import StatusLine
 from todo_agent.tui.widgets.task_panel import TaskPanel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -59,7 +60,10 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     the clocks that time tasks and tool calls (so a slow run shows the same `<1s`)."""
     notices = [Notice("instructions loaded: AGENTS.md"), Notice("date 2026-01-15")]
     monkeypatch.setattr(Runtime, "startup_notices", lambda self: list(notices))
-    monkeypatch.setattr(Runtime, "context_usage", lambda self: (12_345, 128_000))
+    # Token counts are estimates that move with every schema and prompt change: the status
+    # line draws fixed ones, whether they come from an event or from the runtime.
+    set_context = StatusLine.set_context
+    monkeypatch.setattr(StatusLine, "set_context", lambda self, used, window: set_context(self, 12_345, 128_000))
     monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: FROZEN_NOW))
     # Tool run times: a check that takes a second on a loaded machine would add "· 1.0s".
     monkeypatch.setattr(batch, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW))

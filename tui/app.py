@@ -258,5 +258,5 @@ def run_app(
         app.run()
     finally:
         if owned and app.runtime is not None:  # built here, so closed here
-            app.runtime.session.close()
+            app.runtime.close()
     return app.return_code or 0

@@ -141,7 +141,7 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
     if runtime.budget.source != "default" and (problem := runtime.fit_problem()) is not None:
-        runtime.session.close()  # the window cannot hold the fixed prompt: say so instead of a 400
+        runtime.close()  # the window cannot hold the fixed prompt: say so instead of a 400
         return fail(problem)
     for notice in runtime.server_notices:
         if notice.level == "warning":
@@ -157,7 +157,7 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
         print(f"todo-agent: {exc}", file=sys.stderr)
         return 1
     finally:
-        runtime.session.close()
+        runtime.close()
 
 
 def fail(message: str) -> int:

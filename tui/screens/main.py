@@ -1,7 +1,9 @@
 """The main screen: conversation, task panel, prompt, status line.
 
 It implements `ConversationUI` for the event handler, runs agent turns in a worker (never
-blocking the UI), and carries out slash commands and the person's edits to the plan.
+blocking the UI), and carries out the person's edits to the plan. Slash commands are read
+in `slash.py`, which asks this screen (its `CommandHost`) for what changes screen state.
+It talks to the core through `Runtime`'s methods only (and the task store's `user_*` edits).
 
 Hooks: at start-up, project hooks the person has not accepted are shown in a modal
 (`HookTrustScreen`) before anything runs; then the SessionStart hooks run (again after
@@ -26,17 +28,15 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from todo_agent.core.events import Event
-from todo_agent.core.permissions import MODES
 from todo_agent.core.rewind import RewindPlan
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.shell_hooks import SessionSource
-from todo_agent.core.task_history import render as render_history
 from todo_agent.core.task_persistence import PersistenceError
 from todo_agent.core.tasks import StoreError, Task, render_tasks
 
-from ..commands import help_text, looks_like_command, parse
+from ..commands import looks_like_command, parse
 from ..handler import EventHandler
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
@@ -49,6 +49,7 @@ from .changes import ChangesScreen
 from .hook_trust import HookTrustScreen
 from .rewind import RewindScreen
 from .sessions import SessionsScreen
+from .slash import run_slash
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
 
@@ -94,10 +95,12 @@ class MainScreen(Screen[None]):
         """The prompt of the latest turn (given back if a hook blocks it)."""
         self._turn: Worker[None] | None = None
         self._queued: list[str] = []
-        self._tasks_seen = ""
+        self.tasks_seen = ""
         """The task list as last shown to the person (panel or conversation), rendered."""
         self._events = [0, 0]
         """Events of the running turn: produced by the core, and drawn (see `caught_up`)."""
+        self._window: int | None = None
+        """The context window, for the status line (known after the warm-up)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="work"):
@@ -128,29 +131,33 @@ class MainScreen(Screen[None]):
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
         self.status.set_model(self.runtime.model_name)
-        self.status.mode = self.runtime.permissions.mode
+        self.status.mode = self.runtime.mode
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
         await self._show_session()
         if self.pick_session:
-            self._pick_session()
+            self.choose_session()
         self.call_after_refresh(self._ask_hook_trust)  # a modal pushed before the first frame would stall warm-up
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
         await self.conversation.load(
             entries_from_history(
-                self.runtime.session.transcript,  # the full transcript, compactions marked
+                self.runtime.transcript,  # the full transcript, compactions marked
                 summarize=self.runtime.summarize,
-                status_of=self.runtime.session.tool_status.get,
+                status_of=self.runtime.tool_status,
             )
         )
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
-        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
-        self._tasks_seen = render_tasks(self.runtime.store.snapshot())
-        self.status.set_context(*self.runtime.context_usage())
+        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
+        self.tasks_seen = render_tasks(self.runtime.tasks())
+        self._show_context_usage()
+
+    def _show_context_usage(self) -> None:
+        used, self._window = self.runtime.context_usage()
+        self.status.set_context(used, self._window)
 
     # --- warm-up and turns --------------------------------------------------------
 
@@ -205,11 +212,11 @@ class MainScreen(Screen[None]):
             await self._ready.wait()
         self.status.set_activity("thinking")
         handler = EventHandler(self)
-        agent = self.runtime.agent
+        runtime = self.runtime
         self._events = [0, 0]
 
         async def counted() -> AsyncIterator[Event]:
-            async with aclosing(agent.run_turn(prompt)) as events:
+            async with aclosing(runtime.run_turn(prompt)) as events:
                 async for event in events:
                     self._events[0] += 1
                     yield event
@@ -233,8 +240,8 @@ class MainScreen(Screen[None]):
         """`/compact [focus]`: like a turn (esc interrupts it, the history then stays as it was)."""
         await self._ready.wait()
         handler = EventHandler(self)
-        agent = self.runtime.agent
-        async for event in turn_events(lambda: agent.compact(focus)):
+        runtime = self.runtime
+        async for event in turn_events(lambda: runtime.compact(focus)):
             await handler.handle(event)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -260,7 +267,7 @@ class MainScreen(Screen[None]):
     async def _server_known(self) -> None:
         """What the warm-up learnt from the server: its model's name, its window, warnings."""
         self.status.set_model(self.runtime.model_name)
-        self.status.set_context(*self.runtime.context_usage())
+        self._show_context_usage()
         notices, self.runtime.server_notices = self.runtime.server_notices, []  # said once
         for notice in notices:
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
@@ -305,23 +312,25 @@ class MainScreen(Screen[None]):
         await self.conversation.finish_tool(call_id, name, output, status, elapsed)
 
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
-        # The event's payload may already be older than the store (the person edits the
-        # plan while the turn runs): draw the latest state.
-        latest = self.runtime.store.snapshot()
-        await self.panel.show(latest, changes=self._change_lines())
+        # The panel draws the list as it is now, not the event's: the person may have
+        # edited the plan after the core took this snapshot and before it is drawn (the
+        # core runs ahead), and an older list would undo that edit on screen.
+        latest = self.runtime.tasks()
+        await self.panel.show(latest, changes=self.runtime.change_lines())
         if self.panel_place != "hidden":
-            self._tasks_seen = render_tasks(latest)
+            self.tasks_seen = render_tasks(latest)
             return
         # Hidden, the list is printed: this batch's list (the core may have run ahead, and
         # the conversation tells what happened in order), and only when it reads
         # differently (a batch that only adds to a task's tool count changes nothing).
         listing = render_tasks(tasks)
-        if tasks and listing != self._tasks_seen:
+        if tasks and listing != self.tasks_seen:
             await self.conversation.add(PlainEntry(listing))
-            self._tasks_seen = listing
+            self.tasks_seen = listing
 
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
-        self.status.set_context(*self.runtime.context_usage())
+        # What the last response took is what the context holds now (the core counts the same).
+        self.status.set_context(prompt_tokens + completion_tokens, self._window)
 
     def set_activity(self, text: str) -> None:
         self.status.set_activity(text)
@@ -364,67 +373,45 @@ class MainScreen(Screen[None]):
         self.panel.working = True
         self._turn = self.run_turn(text)
 
-    # --- slash commands ------------------------------------------------------------
+    # --- slash commands (read in slash.py; this is the screen's side, `CommandHost`) -------
 
     async def run_slash(self, text: str) -> None:
-        parsed = parse(text)
-        if parsed is None:
-            return
-        command, argument = parsed
-        match command.name:
-            case "/todos" if argument == "history":
-                await self.conversation.add(PlainEntry(render_history(self.runtime.store.versions())))
-            case "/todos" if argument:
-                await self.conversation.add(
-                    NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning")
-                )
-            case "/todos":
-                self._tasks_seen = render_tasks(self.runtime.store.snapshot())
-                listing = render_tasks(self.runtime.store.snapshot(), self.runtime.task_files())
-                await self.conversation.add(PlainEntry(listing))
-            case "/new":
-                await self._new_session()
-            case "/resume":
-                self._pick_session()
-            case "/compact":
-                self._compact(argument)
-            case "/mode":
-                await self._set_mode(argument)
-            case "/model":
-                await self._model(argument)
-            case "/help":
-                await self.conversation.add(PlainEntry(help_text(), "help"))
-            case "/quit":
-                self.app.exit()
+        await run_slash(self, text)
+
+    async def say(self, entry: Entry) -> None:
+        await self.conversation.add(entry)
+
+    def quit(self) -> None:
+        self.app.exit()
 
     def _refuse_while_busy(self, what: str) -> bool:
         if self.busy:
             self.notify(f"Cannot {what} while a turn runs; press esc first.", severity="warning", markup=False)
         return self.busy
 
-    async def _new_session(self) -> None:
+    async def new_session(self) -> None:
         if self._refuse_while_busy("start a new session"):
             return
         self.runtime.new_session()
         await self._show_session()
-        await self.conversation.add(NoticeEntry(f"new session {self.runtime.session.id}"))
+        await self.conversation.add(NoticeEntry(f"new session {self.runtime.session_id}"))
         self.run_session_start("clear")
 
-    def _compact(self, focus: str) -> None:
+    def start_compact(self, focus: str) -> None:
         if self._refuse_while_busy("compact"):
             return
         self.status.busy = True
         self._turn = self.run_compact(focus)
 
-    def _pick_session(self) -> None:
+    def choose_session(self) -> None:
         if self._refuse_while_busy("switch sessions"):
             return
-        current = self.runtime.session.id
+        current = self.runtime.session_id
         picker = SessionsScreen([s for s in self.runtime.list_sessions() if s.id != current])
         self.app.push_screen(picker, callback=self._resume)
 
     async def _resume(self, session_id: str | None) -> None:
-        if not session_id or session_id == self.runtime.session.id:
+        if not session_id or session_id == self.runtime.session_id:
             return
         try:
             self.runtime.resume(session_id)
@@ -434,47 +421,22 @@ class MainScreen(Screen[None]):
         await self._show_session()
         self.run_session_start("resume")
 
-    async def _set_mode(self, argument: str) -> None:
-        if not argument:
-            await self.action_cycle_mode()
-            return
-        if mode := next((m for m in MODES if m.lower() == argument.lower()), None):
-            self.runtime.permissions.mode = mode
-            self.status.mode = mode
-        else:
-            await self.conversation.add(
-                NoticeEntry(f"Unknown mode {argument!r}; use one of {', '.join(MODES)}.", "warning")
-            )
-            return
-        await self._say_mode()
+    async def cycle_mode(self) -> None:
+        self.runtime.cycle_mode()
+        await self.show_mode()
 
-    async def _say_mode(self) -> None:
-        await self.conversation.add(NoticeEntry(f"permission mode: {MODE_LABELS[self.runtime.permissions.mode]}"))
+    async def show_mode(self) -> None:
+        self.status.mode = self.runtime.mode
+        await self.conversation.add(NoticeEntry(f"permission mode: {MODE_LABELS[self.runtime.mode]}"))
 
-    async def _model(self, argument: str) -> None:
-        if argument and self.runtime.config.demo:  # the demo promises nothing leaves the machine
-            await self.conversation.add(
-                NoticeEntry(
-                    "the demo runs a scripted model; start todo-agent without --demo to use a real one", "warning"
-                )
-            )
-            return
-        config = self.runtime.config
-        if argument and not argument.startswith("script:") and not (config.api_key or config.base_url):
-            await self.conversation.add(  # every request would fail: say so now, not at the first one
-                NoticeEntry(
-                    f"cannot use {argument}: {config.api_key_env} is not set and there is no --base-url; "
-                    f"set one and start todo-agent again (the model stays {self.runtime.model_name})",
-                    "warning",
-                )
-            )
-            return
-        if argument and not self._refuse_while_busy("switch models"):
-            self.runtime.set_model(argument)
-            self.status.set_model(self.runtime.model_name)
-            self._ready.clear()
-            self.warm_up()
-        await self.conversation.add(NoticeEntry(f"model: {self.runtime.model_name}"))
+    def switch_model(self, spec: str) -> bool:
+        if self._refuse_while_busy("switch models"):
+            return False
+        self.runtime.set_model(spec)
+        self.status.set_model(self.runtime.model_name)
+        self._ready.clear()
+        self.warm_up()
+        return True
 
     # --- the task panel ------------------------------------------------------------
 
@@ -500,7 +462,7 @@ class MainScreen(Screen[None]):
             task = None
         # The highlight follows the new task, so space or d act on what was just typed.
         await self.panel.show(
-            self.runtime.store.snapshot(), highlight=task.id if task else None, changes=self._change_lines()
+            self.runtime.tasks(), highlight=task.id if task else None, changes=self.runtime.change_lines()
         )
 
     @on(TaskPanel.StatusChange)
@@ -524,10 +486,7 @@ class MainScreen(Screen[None]):
             await edit
         except StoreError as exc:
             self.notify(str(exc), severity="error", title="Task list", markup=False)
-        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
-
-    def _change_lines(self) -> dict[str, str]:
-        return {task: summary.line() for task, summary in self.runtime.changes.summaries().items()}
+        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
 
     @on(TaskPanel.Rename)
     async def _task_rename(self, event: TaskPanel.Rename) -> None:
@@ -541,14 +500,13 @@ class MainScreen(Screen[None]):
             self.notify(str(exc), severity="warning", title="Undo", markup=False)
             return
         self.notify(f"Undid: {undone}", title="Undo", markup=False)
-        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
+        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
 
     @on(TaskPanel.ShowChanges)
     def _task_changes(self, event: TaskPanel.ShowChanges) -> None:
         task = self.runtime.store.get(event.task_id)
-        summary = self.runtime.changes.summaries().get(event.task_id)
-        diff = self.runtime.changes.diff(event.task_id)
-        screen = ChangesScreen(event.task_id, task.subject if task else "", summary.line() if summary else "", diff)
+        summary, diff = self.runtime.task_changes(event.task_id)
+        screen = ChangesScreen(event.task_id, task.subject if task else "", summary, diff)
         self.app.push_screen(screen)
 
     @on(TaskPanel.Rewind)
@@ -576,7 +534,7 @@ class MainScreen(Screen[None]):
             await self.conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
         else:
             await self.conversation.add(NoticeEntry(text[:1].upper() + text[1:]))
-        await self.panel.show(self.runtime.store.snapshot(), changes=self._change_lines())
+        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
 
     # --- key actions -------------------------------------------------------------
 
@@ -596,9 +554,7 @@ class MainScreen(Screen[None]):
         """Stop the running turn, if one runs (the command palette's "Interrupt")."""
         if self.busy:
             self.status.set_activity("interrupting")
-            if self.runtime.agent.busy:
-                self.runtime.agent.interrupt()
-            elif self._turn is not None:
+            if not self.runtime.interrupt() and self._turn is not None:
                 self._turn.cancel()
 
     def action_toggle_tasks(self) -> None:
@@ -612,8 +568,7 @@ class MainScreen(Screen[None]):
             )
 
     async def action_cycle_mode(self) -> None:
-        self.status.mode = self.runtime.permissions.cycle_mode()
-        await self._say_mode()
+        await self.cycle_mode()
 
     def action_scroll_conversation(self, direction: int) -> None:
         conversation = self.conversation

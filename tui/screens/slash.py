@@ -1,0 +1,113 @@
+"""Carrying out a slash command on the main screen (`/todos`, `/mode plan`, `/model NAME`…).
+
+The table of commands (names, usage, `/help`) is `tui/commands.py`; this module reads a
+parsed command's argument, refuses what cannot be done, and asks the screen (`CommandHost`)
+for the rest. What is screen state (a turn, the drawn session) stays on the screen.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from todo_agent.core.permissions import MODES
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.task_history import render as render_history
+from todo_agent.core.tasks import render_tasks
+
+from ..commands import help_text, parse
+from ..transcript import Entry, NoticeEntry, PlainEntry
+
+
+class CommandHost(Protocol):
+    """What a slash command may ask of the screen."""
+
+    runtime: Runtime
+    tasks_seen: str
+    """The task list as last shown to the person, rendered."""
+
+    async def say(self, entry: Entry) -> None:
+        """Add `entry` to the conversation."""
+
+    async def new_session(self) -> None: ...
+
+    def choose_session(self) -> None: ...
+
+    def start_compact(self, focus: str) -> None: ...
+
+    async def cycle_mode(self) -> None: ...
+
+    async def show_mode(self) -> None:
+        """The status line's mode and a notice, after the mode changed."""
+
+    def switch_model(self, spec: str) -> bool:
+        """Use the model `spec` from now on; False when a running turn forbids it."""
+
+    def quit(self) -> None: ...
+
+
+async def run_slash(host: CommandHost, text: str) -> None:
+    """Carry out `text` if it is a known command (`parse`); anything else is ignored."""
+    parsed = parse(text)
+    if parsed is None:
+        return
+    command, argument = parsed
+    match command.name:
+        case "/todos":
+            await _todos(host, argument)
+        case "/new":
+            await host.new_session()
+        case "/resume":
+            host.choose_session()
+        case "/compact":
+            host.start_compact(argument)
+        case "/mode":
+            await _mode(host, argument)
+        case "/model":
+            await _model(host, argument)
+        case "/help":
+            await host.say(PlainEntry(help_text(), "help"))
+        case "/quit":
+            host.quit()
+
+
+async def _todos(host: CommandHost, argument: str) -> None:
+    runtime = host.runtime
+    if argument == "history":
+        await host.say(PlainEntry(render_history(runtime.store.versions())))
+    elif argument:
+        await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
+    else:
+        host.tasks_seen = render_tasks(runtime.tasks())
+        await host.say(PlainEntry(render_tasks(runtime.tasks(), runtime.task_files())))
+
+
+async def _mode(host: CommandHost, argument: str) -> None:
+    if not argument:
+        await host.cycle_mode()
+    elif mode := next((m for m in MODES if m.lower() == argument.lower()), None):
+        host.runtime.set_mode(mode)
+        await host.show_mode()
+    else:
+        await host.say(NoticeEntry(f"Unknown mode {argument!r}; use one of {', '.join(MODES)}.", "warning"))
+
+
+async def _model(host: CommandHost, argument: str) -> None:
+    runtime = host.runtime
+    config = runtime.config
+    if argument and config.demo:  # the demo promises nothing leaves the machine
+        await host.say(
+            NoticeEntry("the demo runs a scripted model; start todo-agent without --demo to use a real one", "warning")
+        )
+        return
+    if argument and not argument.startswith("script:") and not (config.api_key or config.base_url):
+        await host.say(  # every request would fail: say so now, not at the first one
+            NoticeEntry(
+                f"cannot use {argument}: {config.api_key_env} is not set and there is no --base-url; "
+                f"set one and start todo-agent again (the model stays {runtime.model_name})",
+                "warning",
+            )
+        )
+        return
+    if argument:
+        host.switch_model(argument)
+    await host.say(NoticeEntry(f"model: {runtime.model_name}"))
