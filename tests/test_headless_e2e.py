@@ -17,7 +17,7 @@ POSTS = "def list_posts(posts):\n    return posts\n"
 def todo_agent(workspace: Path, base_url: str | None, *args: str, env: dict[str, str] | None = None) -> Any:
     """Run the installed console script the way a user would."""
     script = Path(sys.executable).with_name("todo-agent")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "todo_agent.tui.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "todo_agent.frontends.cli"]
     full_env = {**os.environ, **(env or {})}
     full_env.pop("OPENAI_API_KEY", None)
     if base_url:

@@ -15,7 +15,7 @@ Exit status (`reason`): 0 done; 1 error (or a rejected call, or a prompt a
 `UserPromptSubmit` hook blocked: `blocked`); 3 `max_turns` (stopped after `--max-turns`
 model requests); 4 `length` (the answer was cut at the output limit); 5 `loop` (the
 repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdout went
-away. (2 is a usage or configuration error, from `tui/cli.py`.)
+away. (2 is a usage or configuration error, from `frontends/cli.py`.)
 
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
@@ -31,10 +31,10 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from .events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
-from .runtime import Runtime
-from .tasks import render_tasks
-from .terminal import json_safe, sanitize
+from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.tasks import render_tasks
+from todo_agent.core.terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 130}

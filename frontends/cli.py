@@ -125,9 +125,9 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
 
 
 def run_print(config: Config, args: argparse.Namespace) -> int:
-    from todo_agent.core.headless import run_headless
     from todo_agent.core.model import ModelError, ScriptError
     from todo_agent.core.runtime import Runtime
+    from todo_agent.frontends.headless import run_headless
 
     if not config.has_model:
         return fail(NO_MODEL)
