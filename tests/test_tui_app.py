@@ -37,6 +37,7 @@ from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.main import MainScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.screens.welcome import WelcomeScreen
+from todo_agent.tui.screens.work_area import WorkArea
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
 from todo_agent.tui.widgets.prompt import PromptInput, SlashSuggestions
 from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel
@@ -887,7 +888,7 @@ async def test_an_edit_and_a_stale_redraw_at_once_show_the_store(workspace: Path
         for status in ("completed", "pending", "in_progress", "completed"):
             stale = store.snapshot()  # what a `TasksUpdated` still in flight carries
             await asyncio.gather(
-                screen._task_status(TaskPanel.StatusChange("1", status)),  # the person's edit
+                screen.query_one(WorkArea)._task_status(TaskPanel.StatusChange("1", status)),  # the person's edit
                 screen.show_tasks(stale),
             )
             # Redraws that overlap, the event's (older than the store) last.

@@ -1,9 +1,10 @@
 """The main screen: conversation, task panel, prompt, status line.
 
-It implements `ConversationUI` for the event handler, runs agent turns in a worker (never
-blocking the UI), and carries out the person's edits to the plan. Slash commands are read
-in `slash.py`, which asks this screen (its `CommandHost`) for what changes screen state.
-It talks to the core through `Runtime`'s methods only (and the task store's `user_*` edits).
+It implements `ConversationUI` for the event handler and runs agent turns in a worker
+(never blocking the UI). Slash commands are read in `slash.py`, which asks this screen (its
+`CommandHost`) for what changes screen state; the person's edits and review of the plan
+are carried out by the `WorkArea` around the panel (`work_area.py`). It talks to the core
+through `Runtime`'s methods only.
 
 Hooks: at start-up, project hooks the person has not accepted are shown in a modal
 (`HookTrustScreen`) before anything runs; then the SessionStart hooks run (again after
@@ -15,26 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from todo_agent.core.events import Event
-from todo_agent.core.rewind import RewindPlan
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.shell_hooks import SessionSource
-from todo_agent.core.task_persistence import PersistenceError
-from todo_agent.core.tasks import StoreError, Task, render_tasks
+from todo_agent.core.tasks import Task, render_tasks
 
 from ..commands import looks_like_command, parse
 from ..handler import EventHandler
@@ -45,11 +43,10 @@ from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
-from .changes import ChangesScreen
 from .hook_trust import HookTrustScreen
-from .rewind import RewindScreen
 from .sessions import SessionsScreen
 from .slash import run_slash
+from .work_area import WorkArea
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
 
@@ -103,7 +100,7 @@ class MainScreen(Screen[None]):
         """The context window, for the status line (known after the warm-up)."""
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="work"):
+        with WorkArea(self.runtime, self._refuse_while_busy, id="work"):
             yield TaskPanel(id="task-panel")
             yield Conversation(id="conversation")
         yield PromptBox(id="prompt-box")
@@ -453,88 +450,9 @@ class MainScreen(Screen[None]):
             self.place_panel(self._panel_shown_place)
         self.panel.list_view.focus()
 
-    @on(TaskPanel.Add)
-    async def _task_add(self, event: TaskPanel.Add) -> None:
-        try:
-            task = await self.runtime.store.user_add(event.subject)
-        except StoreError as exc:
-            self.notify(str(exc), severity="error", title="Task list", markup=False)
-            task = None
-        # The highlight follows the new task, so space or d act on what was just typed.
-        await self.panel.show(
-            self.runtime.tasks(), highlight=task.id if task else None, changes=self.runtime.change_lines()
-        )
-
-    @on(TaskPanel.StatusChange)
-    async def _task_status(self, event: TaskPanel.StatusChange) -> None:
-        await self._edit_tasks(self.runtime.store.user_set_status(event.task_id, event.status))
-
-    @on(TaskPanel.Delete)
-    async def _task_delete(self, event: TaskPanel.Delete) -> None:
-        await self._edit_tasks(self.runtime.store.user_delete(event.task_id))
-
     @on(TaskPanel.AddCancelled)
     def _task_add_cancelled(self) -> None:
         self.query_one(PromptInput).focus()
-
-    @on(TaskPanel.Move)
-    async def _task_move(self, event: TaskPanel.Move) -> None:
-        await self._edit_tasks(self.runtime.store.user_move(event.task_id, event.delta))
-
-    async def _edit_tasks(self, edit: Awaitable[object]) -> None:
-        try:
-            await edit
-        except StoreError as exc:
-            self.notify(str(exc), severity="error", title="Task list", markup=False)
-        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
-
-    @on(TaskPanel.Rename)
-    async def _task_rename(self, event: TaskPanel.Rename) -> None:
-        await self._edit_tasks(self.runtime.store.user_rename(event.task_id, event.subject))
-
-    @on(TaskPanel.Undo)
-    async def _task_undo(self) -> None:
-        try:
-            undone = await self.runtime.store.user_undo()
-        except StoreError as exc:
-            self.notify(str(exc), severity="warning", title="Undo", markup=False)
-            return
-        self.notify(f"Undid: {undone}", title="Undo", markup=False)
-        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
-
-    @on(TaskPanel.ShowChanges)
-    def _task_changes(self, event: TaskPanel.ShowChanges) -> None:
-        task = self.runtime.store.get(event.task_id)
-        summary, diff = self.runtime.task_changes(event.task_id)
-        screen = ChangesScreen(event.task_id, task.subject if task else "", summary, diff)
-        self.app.push_screen(screen)
-
-    @on(TaskPanel.Rewind)
-    async def _task_rewind(self, event: TaskPanel.Rewind) -> None:
-        if self._refuse_while_busy("rewind a task"):
-            return
-        plan = await self.runtime.plan_rewind(event.task_id)
-        if not plan.files:
-            self.notify(f"Task #{event.task_id} changed no files.", title="Rewind", markup=False)
-            return
-        if not plan.actionable:
-            self.notify(f"Nothing of task #{event.task_id} can be put back.", title="Rewind", markup=False)
-            return
-
-        async def chosen(paths: list[str] | None) -> None:
-            if paths:
-                await self._rewind(plan, paths)
-
-        self.app.push_screen(RewindScreen(plan), callback=chosen)
-
-    async def _rewind(self, plan: RewindPlan, paths: list[str]) -> None:
-        try:
-            text = await self.runtime.rewind(plan, paths)
-        except (RuntimeError, OSError, StoreError, PersistenceError) as exc:
-            await self.conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
-        else:
-            await self.conversation.add(NoticeEntry(text[:1].upper() + text[1:]))
-        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
 
     # --- key actions -------------------------------------------------------------
 
