@@ -37,3 +37,13 @@ def test_importing_all_of_core_loads_neither_textual_nor_openai() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_the_command_line_and_headless_runner_load_neither_textual_nor_openai() -> None:
+    # `todo-agent -p` must not pay for Textual, and `--version` for neither.
+    code = (
+        "import sys, todo_agent.frontends.cli, todo_agent.frontends.headless\n"
+        "print(','.join(m for m in ('textual', 'rich', 'openai') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
