@@ -15,16 +15,15 @@ files simply have no recorded changes.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .atomic import atomic_write
 from .task_persistence import PersistenceError, read_json, update_atomic
 from .workspace_scan import Scan, changed, old_content, scan
 
@@ -313,18 +312,7 @@ def _write_blob(directory: Path, digest: str, data: bytes) -> None:
     if target.exists():
         return  # content-addressed: already kept
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temp = directory / f"{digest}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+    atomic_write(target, data)
 
 
 def encode(records: Mapping[str, Sequence[FileChange]], rewinds: Sequence[dict[str, Any]], seq: int) -> bytes:

@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .atomic import atomic_write
 from .changes import ChangeLog, Content, FileChange, unified
-from .task_persistence import replace_file
 from .tasks import StoreError, TaskStore
 
 Action = Literal["restore", "delete", "nothing", "unavailable"]
@@ -176,7 +176,7 @@ def _put_back(changes: ChangeLog, path: str, target: Content) -> None:
     mode = None
     with contextlib.suppress(OSError):
         mode = where.stat().st_mode & 0o7777
-    replace_file(where, data)
+    atomic_write(where, data)
     if mode is not None:
         with contextlib.suppress(OSError):
             os.chmod(where, mode)
@@ -213,7 +213,7 @@ async def apply(changes: ChangeLog, store: TaskStore, rewind: RewindPlan, chosen
     }
     where = journal_path(changes)
     if where is not None:
-        await asyncio.to_thread(replace_file, where, json.dumps(journal).encode())
+        await asyncio.to_thread(atomic_write, where, json.dumps(journal).encode())
     await asyncio.to_thread(_finish, changes, journal)
     with contextlib.suppress(StoreError):  # the task was deleted meanwhile: the files are back all the same
         await store.user_rewound(rewind.task_id, text, rewind_id)

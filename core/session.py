@@ -36,6 +36,7 @@ from typing import IO, Any, TypeGuard
 
 from filelock import BaseFileLock, FileLock, Timeout
 
+from .atomic import atomic_write, temp_beside
 from .history import CANCELLED, repair_history
 from .model import Message
 from .session_dir import (
@@ -284,17 +285,8 @@ class Session:
     def _rewrite(self, header: bytes) -> None:
         """Replace the file with the header and the current messages: temp file, fsync, rename."""
         self._close_handle()
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        try:
-            with open(tmp, "wb", opener=_private_opener) as f:
-                f.write(header.rstrip(b"\n") + b"\n")
-                for message in self.messages:
-                    f.write((_dump(self._record(message)) + "\n").encode())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        lines = [header.rstrip(b"\n"), *(_dump(self._record(message)).encode() for message in self.messages)]
+        atomic_write(self.path, b"\n".join(lines) + b"\n", temp=temp_beside(self.path, hidden=True))
 
     def _record(self, message: Message) -> dict[str, Any]:
         record: dict[str, Any] = {"type": "message", "message": message}

@@ -1,8 +1,7 @@
 """Crash-safe storage of one small JSON document: the task list of a session.
 
-A write goes to a temporary file in the same directory, is fsynced, renamed over the
-target with `os.replace` and the directory is fsynced, all under a cross-process lock
-on `<path>.lock`. A crash at any moment leaves either the old or the new file.
+A write is `atomic_write` (temporary file, fsync, rename, directory fsync), under a
+cross-process lock on `<path>.lock`. A crash at any moment leaves either the old or the new file.
 These functions block; the store calls them through `asyncio.to_thread`.
 """
 
@@ -11,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
+
+from .atomic import atomic_write
 
 T = TypeVar("T")
 
@@ -55,42 +55,11 @@ def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T |
                 current = None  # missing or unusable: the caller's own state is the base
             data = compute(current)
             if data is not None:
-                _replace(path, data)
+                atomic_write(path, data)
     except Timeout as exc:
         raise PersistenceError(f"another process holds {exc.lock_file}; the task list was not saved") from exc
     except OSError as exc:
         raise PersistenceError(f"cannot save the task list to {path}: {exc.strerror or exc}") from exc
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically: a crash leaves the old file or the new one."""
-    _replace(path, data)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable. Not possible on Windows, where it is not needed.
-    if os.name == "nt":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_json(path: Path, decode: Callable[[Any], T]) -> tuple[T | None, str | None]:

@@ -231,13 +231,13 @@ from todo_agent.core.changes import ChangeLog
 from todo_agent.core.tasks import TaskStore
 
 session, workspace, limit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-real, calls = task_persistence._replace, [0]
-def dying(path, data):
+real, calls = task_persistence.atomic_write, [0]
+def dying(path, data, **options):
     if calls[0] == limit:
         os.kill(os.getpid(), signal.SIGKILL)
     calls[0] += 1
-    real(path, data)
-task_persistence._replace = dying
+    real(path, data, **options)
+task_persistence.atomic_write = rewind.atomic_write = dying
 changes = ChangeLog.for_session(session, workspace)
 store = TaskStore.load(session.with_name(session.stem + ".tasks.json"))
 plan = rewind.plan(changes, store, "1")

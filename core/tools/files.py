@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..atomic import atomic_write, temp_beside
 from ..context import ToolContext
 from .base import Tool, ToolError, load_description, object_schema, optional_int, require_str
 
@@ -228,33 +229,15 @@ def _replace_file(path: Path, shown: str, data: bytes) -> None:
         # here the file is written in place, as any editor would.
         _write_in_place(target, shown, data)
         return
-    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    temp = temp_beside(target, hidden=True)
     with _recorded(temp):
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            # The new file gets the original's mode, or for a new file the mode a plain create would have.
+            atomic_write(target, data, mode=mode if mode is not None else 0o666 & ~_umask(), temp=temp)
         except OSError as exc:
-            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
-        _fill_and_rename(fd, temp, target, shown, data=data, mode=mode)
-
-
-def _fill_and_rename(fd: int, temp: Path, target: Path, shown: str, *, data: bytes, mode: int | None) -> None:
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # The temporary file is created private (0600); give it the original's mode, or
-        # for a new file the mode a plain create would have.
-        os.chmod(temp, mode if mode is not None else 0o666 & ~_umask())
-        os.replace(temp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        if isinstance(exc, OSError):
             unchanged = "the file was left unchanged" if mode is not None else "nothing was written"
             raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
-        raise
 
 
 def _write_in_place(target: Path, shown: str, data: bytes) -> None:
