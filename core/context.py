@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .events import Event
     from .lifecycle import Gate, TaskChange
     from .session import Session
     from .tasks import TaskStore
+
+HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
+"""Variables a command never sees by default: the model's API key is not the command's business."""
 
 
 @dataclass
@@ -25,7 +28,10 @@ class ToolContext:
     call_id: str
     workspace: Path
     session: Session | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    tasks: TaskStore | None = None
+    """The session's task list, which the task tools change; None when there is none."""
+    hidden_env: frozenset[str] = HIDDEN_ENV
+    """Environment variables a command the tools run never sees (the model's API key)."""
     pending_events: list[Event] = field(default_factory=list)
     read_denied: Callable[[str], bool] = field(default=lambda path: False)
     """Whether a deny rule covers reading this path: search tools leave it out of results."""
@@ -34,11 +40,6 @@ class ToolContext:
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)
-
-    @property
-    def tasks(self) -> TaskStore | None:
-        store: TaskStore | None = self.extras.get("tasks")
-        return store
 
     def resolve(self, path: str) -> Path:
         """A model-given path: relative ones resolve against the workspace root."""

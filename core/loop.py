@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .batch import BatchDeps, BatchRunner, Status
-from .context import ToolContext
+from .context import HIDDEN_ENV, ToolContext
 from .events import (
     AssistantMessage,
     Compacted,
@@ -55,6 +55,7 @@ from .model import (
 )
 from .permissions import Approver, PermissionPolicy
 from .session import Session
+from .tasks import TaskStore
 from .tokens import ContextBudget, TokenCounter
 from .tools.base import Tool
 from .window import WindowKeeper
@@ -83,7 +84,8 @@ class Agent:
     system_prompt: str
     session: Session | None = None
     approver: Approver | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    tasks: TaskStore | None = None
+    hidden_env: frozenset[str] = HIDDEN_ENV
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     options: AgentOptions = field(default_factory=AgentOptions)
     history: list[Message] = field(default_factory=list)
@@ -352,7 +354,8 @@ class Agent:
             call_id,
             self.workspace,
             self.session,
-            self.extras,
+            self.tasks,
+            self.hidden_env,
             read_denied=self.permissions.read_denied,
             task_gates=gates if gates else None,
         )

@@ -21,6 +21,7 @@ from typing import Any
 from . import rewind
 from .change_recorder import change_observers
 from .changes import ChangeLog
+from .context import HIDDEN_ENV
 from .events import Event, Notice
 from .hook_trust import is_trusted, trust
 from .hooks import HookRunner, HookSpec, hook_environment
@@ -434,7 +435,8 @@ class Runtime:
             session=self.session,
             approver=self.approver,
             # The API key variables stay out of every command's environment.
-            extras={"tasks": self.store, "hidden_env": frozenset({"OPENAI_API_KEY", self.config.api_key_env})},
+            tasks=self.store,
+            hidden_env=frozenset({*HIDDEN_ENV, self.config.api_key_env}),
             lifecycle=lifecycle,
             options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
             budget=self.budget,

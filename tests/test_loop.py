@@ -546,7 +546,7 @@ async def test_task_tools_in_one_response_run_in_order(workspace: Path) -> None:
     ]
     agent = Agent(
         model=ScriptedModel.from_data(steps), tools=TASK_TOOLS_V2, workspace=workspace,
-        permissions=PermissionPolicy(workspace), system_prompt="", extras={"tasks": TaskStore.load(None)},
+        permissions=PermissionPolicy(workspace), system_prompt="", tasks=TaskStore.load(None),
     )  # fmt: skip
     events = await collect(agent, "go")
     listing, got = [e.output for e in events if isinstance(e, ToolFinished)][1:]

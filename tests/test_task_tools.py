@@ -37,7 +37,7 @@ class Harness:
     async def __call__(self, tool: Tool, args: dict[str, Any] | str) -> str:
         ctx = ToolContext(call_id=f"call_{len(self.events)}", workspace=Path("."))
         if self.store is not None:
-            ctx.extras["tasks"] = self.store
+            ctx.tasks = self.store
         self.events.append(ctx.pending_events)
         arguments = parse_arguments(args) if isinstance(args, str) else args
         result = await tool.run(arguments, ctx)

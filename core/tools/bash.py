@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import ToolContext
+from ..context import HIDDEN_ENV, ToolContext
 from ..pipes import open_read_pipe
 from .base import Tool, ToolError, ToolResult, load_description, object_schema, optional_int, require_str, short
 
@@ -34,8 +34,7 @@ _OUTPUT_GRACE = 0.5
 
 # Plain, uncoloured, non-paging output: nobody is at a terminal to press `q`.
 _ENV_OVERRIDES = {"TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat", "GIT_PAGER": "cat"}
-HIDDEN_ENV_DEFAULT = frozenset({"OPENAI_API_KEY"})
-"""Variables a command never sees: the model's API key is not the command's business."""
+HIDDEN_ENV_DEFAULT = HIDDEN_ENV
 
 
 def child_env(hidden: frozenset[str] = HIDDEN_ENV_DEFAULT) -> dict[str, str]:
@@ -273,7 +272,7 @@ async def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         # when the limit is 600, so such values are read that way.
         timeout = round(timeout / 1000)
     timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
-    hidden = ctx.extras.get("hidden_env", HIDDEN_ENV_DEFAULT)
+    hidden = ctx.hidden_env
     return await run_command(command, ctx.workspace, timeout, child_env(frozenset(hidden)))
 
 
