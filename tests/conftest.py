@@ -91,6 +91,14 @@ def workspace(tmp_path: Path) -> Path:
 SCRIPT_MAY_END_EARLY = "script_may_end_early"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-tool-schemas",
+        action="store_true",
+        help="rewrite tests/tool_schemas.json with the tool schemas sent to the model now",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
