@@ -28,7 +28,7 @@ def test_the_schemas_sent_to_the_model_are_the_recorded_ones(request: pytest.Fix
     if request.config.getoption("--update-tool-schemas"):
         SNAPSHOT.write_text(text, encoding="utf-8")
     assert SNAPSHOT.read_text(encoding="utf-8") == text, (
-        "tool schemas changed: if intended, run pytest tests/test_tool_schemas.py --update-tool-schemas and review the diff"
+        "tool schemas changed: if intended, rerun with --update-tool-schemas and review the diff"
     )
 
 
