@@ -38,7 +38,7 @@ from .shell_hooks import SessionSource, ShellHooks
 from .task_model import Task
 from .tasks import TaskStore, attribution_observer
 from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
-from .tools import bash, files, search
+from .tools import bash, files, fs, search
 from .tools.base import Tool
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
 
@@ -115,7 +115,7 @@ def initial_budget(config: Config) -> ContextBudget:
 
 class Runtime:
     def __init__(self, config: Config, session: Session, approver: Approver | None, model: LazyModel) -> None:
-        files.sweep_unfinished_writes()  # temporary files of Writes a kill -9 cut short
+        fs.sweep_unfinished_writes()  # temporary files of Writes a kill -9 cut short
         self.config = config
         self.approver = approver
         self.model = model

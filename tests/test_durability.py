@@ -56,7 +56,7 @@ from todo_agent.core.tools import files
 def stuck(fd):
     Path("ready").touch()
     time.sleep(600)
-files.os.fsync = stuck
+os.fsync = stuck  # wherever the write fsyncs (core/atomic.py)
 asyncio.run(files.WRITE.run({"file_path": "big.txt", "content": "x" * 100}, ToolContext("c", Path.cwd())))
 """
 

@@ -1,33 +1,64 @@
-"""How a tool is declared: once, with its schema, description and permission kind.
+"""How a tool is declared: one arguments model and one function.
 
-The model-facing name, JSON schema and description all come from one `Tool` value;
-long descriptions live in a Markdown file beside the tool module.
+The arguments model (`arguments.py`) gives the JSON schema the model sees and the check
+of what it sends; the description is the Markdown file named after the tool, beside its
+module (`TaskCreate` → `task_create.md`). `declare()` joins them into a `Tool`, whose
+`run` takes the raw argument dict and answers bad arguments with one `ToolError` line
+before the function runs. Adding a tool is one declaration and one function:
+
+```python
+# core/tools/word_count.py, with its description in core/tools/word_count.md
+from pydantic import Field
+
+from ..context import ToolContext
+from .arguments import Arguments, Text
+from .base import ToolError, declare
+
+
+class WordCountArgs(Arguments):
+    file_path: Text = Field(description="Path of the file to count.")
+
+
+async def word_count(args: WordCountArgs, ctx: ToolContext) -> str:
+    try:
+        text = ctx.resolve(args.file_path).read_text(errors="replace")
+    except OSError as exc:
+        raise ToolError(f"Cannot read {args.file_path}: {exc.strerror}") from exc
+    return f"{len(text.split())} words"
+
+
+WORD_COUNT = declare("WordCount", WordCountArgs, word_count, kind="read")
+```
+
+then list it in `build_tools()` (`core/runtime.py`) and regenerate the schema snapshot
+(`pytest tests/test_tool_schemas.py --update-tool-schemas`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
 
 from ..context import ToolContext
 from ..history import strict_json
+from .arguments import Arguments, arguments_error, object_schema
+from .results import ToolError, ToolResult
+
+# Re-exported: tools and tests import these from here; hand-written schemas (tests) use object_schema.
+__all__ = ["Tool", "ToolError", "ToolResult", "declare", "load_description", "object_schema", "parse_as", "short"]
 
 ToolKind = Literal["read", "edit", "execute", "task"]
 """`read` never writes; `edit` writes files (the path is in `file_path`); `execute`
 runs commands; `task` only touches the agent's own task list."""
 
-
-class ToolError(Exception):
-    """A clear, one-line failure the model should read as the tool result."""
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    output: str
-    is_error: bool = False
+A = TypeVar("A", bound=Arguments)
+_PKG = "todo_agent.core.tools"
 
 
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]
@@ -56,8 +87,33 @@ def load_description(package: str, filename: str) -> str:
     return resources.files(package).joinpath(filename).read_text(encoding="utf-8").strip()
 
 
-def object_schema(properties: dict[str, Any], required: Iterable[str] = ()) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+def declare(
+    name: str,
+    arguments: type[A],
+    run: Callable[[A, ToolContext], Awaitable[ToolResult | str]],
+    *,
+    kind: ToolKind,
+    summarize: Callable[[dict[str, Any]], str] = lambda args: "",
+    preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
+    description: str | None = None,
+) -> Tool:
+    """A tool from its arguments model and its function. The description defaults to the
+    Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`)."""
+
+    async def checked(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+        return await run(parse_as(arguments, args), ctx)
+
+    if description is None:
+        description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
+    return Tool(name, description, arguments.json_schema(), checked, kind, summarize, preview)
+
+
+def parse_as(arguments: type[A], args: dict[str, Any]) -> A:
+    """`args` checked against a tool's arguments model; a `ToolError` line when they do not fit."""
+    try:
+        return arguments.model_validate(args)
+    except ValidationError as exc:
+        raise ToolError(arguments_error(exc)) from None
 
 
 def short(text: str, limit: int = 60) -> str:
@@ -117,29 +173,3 @@ def _has_lone_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def require_str(args: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
-    value = args.get(key)
-    if value is None:
-        raise ToolError(f"missing required parameter '{key}'")
-    if not isinstance(value, str):
-        raise ToolError(f"parameter '{key}' must be a string")
-    if not allow_empty and not value:
-        raise ToolError(f"parameter '{key}' must not be empty")
-    return value
-
-
-def optional_int(args: dict[str, Any], key: str, *, minimum: int = 0) -> int | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        if len(value.strip()) > 18:
-            raise ToolError(f"parameter '{key}' is too large")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise ToolError(f"parameter '{key}' must be an integer")
-    if value < minimum:
-        raise ToolError(f"parameter '{key}' must be >= {minimum}")
-    return int(value)

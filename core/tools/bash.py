@@ -14,11 +14,13 @@ import signal
 from asyncio.subprocess import DEVNULL, STDOUT, Process
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import Field
 
 from ..context import HIDDEN_ENV, ToolContext
 from ..pipes import open_read_pipe
-from .base import Tool, ToolError, ToolResult, load_description, object_schema, optional_int, require_str, short
+from .arguments import Arguments, Count, OptionalText, Text
+from .base import ToolError, ToolResult, declare, short
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -262,41 +264,29 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
     return ToolResult(output.text().rstrip("\n") or "(no output)")
 
 
-async def _bash(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    command = require_str(args, "command")
-    if not command.strip():
+class BashArgs(Arguments):
+    command: Text = Field(description="The shell command to run (bash -c).")
+    timeout: Count = Field(
+        None,
+        ge=1,
+        description=f"Timeout in seconds (default {DEFAULT_TIMEOUT}, max {MAX_TIMEOUT}); "
+        f"values of {_MILLISECONDS_FROM} or more are read as milliseconds.",
+    )
+    description: OptionalText = Field(None, description="A few words on what the command does, shown to the person.")
+
+
+async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
+    if not args.command.strip():
         raise ToolError("parameter 'command' is blank")
-    timeout = optional_int(args, "timeout", minimum=1) or DEFAULT_TIMEOUT
+    timeout = args.timeout or DEFAULT_TIMEOUT
     if timeout >= _MILLISECONDS_FROM:
         # Models trained on Claude Code send milliseconds (120000); nobody means 1000 s+
         # when the limit is 600, so such values are read that way.
         timeout = round(timeout / 1000)
     timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
-    hidden = ctx.hidden_env
-    return await run_command(command, ctx.workspace, timeout, child_env(frozenset(hidden)))
+    return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env))
 
 
-BASH = Tool(
-    name="Bash",
-    description=load_description("todo_agent.core.tools", "bash.md"),
-    parameters=object_schema(
-        {
-            "command": {"type": "string", "description": "The shell command to run (bash -c)."},
-            "timeout": {
-                "type": "integer",
-                "description": f"Timeout in seconds (default {DEFAULT_TIMEOUT}, max {MAX_TIMEOUT}); "
-                f"values of {_MILLISECONDS_FROM} or more are read as milliseconds.",
-            },
-            "description": {
-                "type": "string",
-                "description": "A few words on what the command does, shown to the person.",
-            },
-        },
-        required=["command"],
-    ),
-    run=_bash,
-    kind="execute",
-    summarize=lambda args: short(args.get("command", "")),
-)
+BASH = declare("Bash", BashArgs, _bash, kind="execute", summarize=lambda args: short(args.get("command", "")))
 
 TOOLS = [BASH]

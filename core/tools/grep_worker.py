@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from .files import BINARY_SAMPLE, bounded_lines, looks_binary
-from .search import MAX_MATCH_CHARS, candidate_files, open_regular
+from .fs import BINARY_SAMPLE, bounded_lines, looks_binary
+from .walk import MAX_MATCH_CHARS, candidate_files, open_regular
 
 LINE_BYTES = 1 << 20
 _PR_SET_PDEATHSIG = 1

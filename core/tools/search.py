@@ -4,7 +4,7 @@ Both skip the directories nobody means to search (VCS data, dependencies, caches
 Grep uses ripgrep when it is installed and a Python walk otherwise; the Python walk
 is also the fallback when ripgrep rejects a pattern that Python's `re` accepts. The walk
 finds what ripgrep finds, in its order: it reads the same ignore files (`ignores.py`).
-Glob reads no ignore files. Both
+Glob reads no ignore files. The walks themselves are in `walk.py`. Grep's searches
 run as child processes (`grep_worker.py` for Python), so a search is killed when the
 turn is interrupted, at SEARCH_TIMEOUT, or once enough matches are in: a pattern that
 backtracks for ever cannot hang the session.
@@ -24,40 +24,27 @@ import functools
 import os
 import re
 import shutil
-import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from pydantic import Field
 
 from ..context import ToolContext
-from ..globs import compile_glob, split_literal_prefix
-from .base import Tool, ToolError, load_description, object_schema, require_str, short
-from .files import display_path, path_arg, printable
-from .ignores import IgnoreRules
+from ..globs import split_literal_prefix
+from .arguments import Arguments, OptionalPath, Text
+from .base import ToolError, declare, short
+from .fs import display_path, printable
+from .walk import MAX_MATCH_CHARS, SKIP_DIRS, find_files, glob_regex, search_boundary, within
 
-_PKG = "todo_agent.core.tools"
-SKIP_DIRS = frozenset(
-    {".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
-)
 MAX_FILES = 200
 MAX_MATCHES = 250
 MAX_OUTPUT_BYTES = 30_000
-MAX_MATCH_CHARS = 500
 SEARCH_TIMEOUT = 60.0
 """Seconds a Grep may search before it is stopped (a pattern that backtracks forever)."""
 _CHUNK = 65_536
-
-
-# --- glob patterns ------------------------------------------------------------------
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return compile_glob(pattern)
-    except ValueError as exc:
-        raise ToolError(str(exc)) from exc
 
 
 # --- Glob ---------------------------------------------------------------------------
@@ -68,69 +55,23 @@ def _summary(args: dict[str, Any]) -> str:
     return short(f"{args.get('pattern', '')}{where}")
 
 
-def _optional_str(args: dict[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"parameter '{key}' must be a string")
-    return value
-
-
-def _search_root(args: dict[str, Any], ctx: ToolContext) -> Path:
-    if _optional_str(args, "path") is None:
+def _search_root(path: str | None, ctx: ToolContext) -> Path:
+    if path is None:
         return ctx.workspace
-    root = path_arg(args, ctx, "path")
+    root = ctx.resolve(path)
     if not root.exists():
         raise ToolError(f"Path does not exist: {display_path(root, ctx)}")
     return root
 
 
-def _boundary(root: Path, ctx: ToolContext) -> Path:
-    """Where results may resolve to: the workspace when `root` is inside it, else `root`
-    itself (a search outside was approved for that directory, not for its links)."""
-    real_root = Path(os.path.realpath(root))
-    real_workspace = Path(os.path.realpath(ctx.workspace))
-    return real_workspace if real_root.is_relative_to(real_workspace) else real_root
+class GlobArgs(Arguments):
+    pattern: Text = Field(description="Glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`.")
+    path: OptionalPath = Field(None, description="Directory to search in (default: the workspace root).")
 
 
-def _within(path: str | Path, boundary: Path) -> bool:
-    return Path(os.path.realpath(path)).is_relative_to(boundary)
-
-
-def _links_out(path: str | Path, boundary: Path) -> bool:
-    """For walk entries: the walk does not descend into linked directories, so only an
-    entry that is itself a symlink can lead outside (one lstat for the rest)."""
-    return os.path.islink(path) and not _within(path, boundary)
-
-
-def _find_files(
-    root: Path, regex: re.Pattern[str], max_depth: int | None, boundary: Path, hidden: Callable[[str], bool]
-) -> list[tuple[float, str]]:
-    """(mtime, path) of every file under `root` whose relative path matches, except those
-    outside `boundary` and those `hidden` by a deny rule."""
-    found: list[tuple[float, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(dirpath, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        depth = prefix.count("/")
-        dirnames[:] = [] if max_depth is not None and depth >= max_depth else sorted(set(dirnames) - SKIP_DIRS)
-        for name in filenames:
-            if regex.match(prefix + name):
-                full = os.path.join(dirpath, name)
-                if _links_out(full, boundary) or hidden(full):
-                    continue
-                try:
-                    found.append((os.stat(full).st_mtime, full))
-                except OSError:  # vanished, or a dangling symlink
-                    continue
-    found.sort(key=lambda item: (-item[0], item[1]))
-    return found
-
-
-async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
-    pattern = require_str(args, "pattern")
-    base = _search_root(args, ctx)
+async def _glob(args: GlobArgs, ctx: ToolContext) -> str:
+    pattern = args.pattern
+    base = _search_root(args.path, ctx)
     if not base.is_dir():
         raise ToolError(f"{display_path(base, ctx)} is not a directory")
     prefix, rest = split_literal_prefix(pattern)
@@ -138,7 +79,7 @@ async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     max_depth = None if "**" in rest else rest.count("/")
     root = base / prefix
     found = await asyncio.to_thread(
-        _find_files, root, glob_regex(rest), max_depth, _boundary(root, ctx), ctx.read_denied
+        find_files, root, glob_regex(rest), max_depth, search_boundary(root, ctx), ctx.read_denied
     )
     if not found:
         return "No files found"
@@ -151,20 +92,7 @@ async def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     return printable("\n".join(lines))
 
 
-GLOB = Tool(
-    name="Glob",
-    description=load_description(_PKG, "glob.md"),
-    parameters=object_schema(
-        {
-            "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py` or `src/**/*.{ts,tsx}`."},
-            "path": {"type": "string", "description": "Directory to search in (default: the workspace root)."},
-        },
-        required=["pattern"],
-    ),
-    run=_glob,
-    kind="read",
-    summarize=_summary,
-)
+GLOB = declare("Glob", GlobArgs, _glob, kind="read", summarize=_summary)
 
 
 # --- Grep ---------------------------------------------------------------------------
@@ -197,81 +125,6 @@ class _Matches:
         self.rows.append(row)
         self._size += len(row) + 1
         return True
-
-
-def candidate_files(
-    target: Path, file_glob: str | None, boundary: Path, hidden: Callable[[str], bool] = lambda path: False
-) -> Iterator[Path]:
-    """The files Grep searches under `target`, in ripgrep's order and by ripgrep's rules.
-
-    Depth first, each directory's entries (files and directories together) sorted by name,
-    as `rg --sort path` lists them. Skipped: SKIP_DIRS (files of those names too), what
-    ignore files exclude (`ignores.py`), links that lead outside `boundary`, and what
-    `hidden` refuses. Like `rg --glob`, a glob without "/" matches the name at any depth;
-    a glob overrides the ignore files: a file it matches is searched even if a
-    `.gitignore` names it, and a directory it matches is entered.
-    """
-    if target.is_file():
-        if not hidden(str(target)):
-            yield target
-        return
-    matcher = glob_regex(file_glob) if file_glob else None
-    by_name = file_glob is not None and "/" not in file_glob
-    ignores = IgnoreRules()
-    stack = [_sorted_entries(str(target), "")]
-    while stack:
-        entry, rel = next(stack[-1], (None, ""))
-        if entry is None:
-            stack.pop()
-            continue
-        if entry.name in SKIP_DIRS:
-            continue
-        globbed = matcher is not None and matcher.match(entry.name if by_name else rel) is not None
-        if _is_dir(entry):
-            if not entry.is_symlink() and (globbed or not ignores.ignored(entry.path, is_dir=True)):
-                stack.append(_sorted_entries(entry.path, rel + "/"))
-            continue
-        wanted = globbed if matcher is not None else not ignores.ignored(entry.path, is_dir=False)
-        if wanted and not _links_out(entry.path, boundary) and not hidden(entry.path):
-            yield Path(entry.path)
-
-
-def _sorted_entries(directory: str, rel_dir: str) -> Iterator[tuple[os.DirEntry[str], str]]:
-    """`directory`'s entries by name, each with its path relative to the search root."""
-    try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
-    except OSError:  # vanished, or unreadable: nothing to search there
-        return
-    for entry in entries:
-        yield entry, rel_dir + entry.name
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
-def open_regular(file: Path) -> IO[bytes] | None:
-    """Open `file` for reading if it is a regular file, else None.
-
-    Non-blocking, then checked on the open descriptor: `open()` of a FIFO blocks until a
-    writer appears, and a file swapped for one between a check and the open must not hang us.
-    (O_NONBLOCK changes nothing for the regular files we go on to read.)
-    """
-    if not stat.S_ISREG(os.stat(file).st_mode):
-        return None
-    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
 
 
 def _rg_argv(rg: str, pattern: str, target: Path, file_glob: str | None) -> list[str]:
@@ -354,27 +207,33 @@ async def _search_process(argv: list[str], matches: _Matches) -> _Run:
     return run
 
 
-async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
-    pattern = require_str(args, "pattern")
+class GrepArgs(Arguments):
+    pattern: Text = Field(description="Regular expression (Python `re` syntax) to search for.")
+    path: OptionalPath = Field(None, description="File or directory to search (default: the workspace root).")
+    glob: OptionalPath = Field(None, description="Only search files matching this glob, e.g. `*.py`.")
+
+
+async def _grep(args: GrepArgs, ctx: ToolContext) -> str:
+    pattern = args.pattern
     try:
         re.compile(pattern)  # a bad regex is the model's to fix, whichever engine runs
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
-    target = _search_root(args, ctx)
+    target = _search_root(args.path, ctx)
     if not (target.is_dir() or target.is_file()):  # reading a FIFO or a device never ends
         raise ToolError(f"{display_path(target, ctx)} is not a regular file or a directory")
-    file_glob = _optional_str(args, "glob")
+    file_glob = args.glob
     if file_glob:
         glob_regex(file_glob)  # a bad glob is the model's to fix, whichever engine runs
     rg = shutil.which("rg")  # looked up per call: installing rg mid-session just works
 
-    boundary = _boundary(target, ctx)
+    boundary = search_boundary(target, ctx)
 
     def show(path: str) -> str:
         return display_path(Path(path), ctx)
 
     def keep(path: str) -> bool:
-        return _within(path, boundary) and not ctx.read_denied(path)
+        return within(path, boundary) and not ctx.read_denied(path)
 
     matches = _Matches(show, keep)
     run = await _search_process(_rg_argv(rg, pattern, target, file_glob), matches) if rg else _Run(None)
@@ -399,20 +258,6 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
     return printable(text)
 
 
-GREP = Tool(
-    name="Grep",
-    description=load_description(_PKG, "grep.md"),
-    parameters=object_schema(
-        {
-            "pattern": {"type": "string", "description": "Regular expression (Python `re` syntax) to search for."},
-            "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
-            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.py`."},
-        },
-        required=["pattern"],
-    ),
-    run=_grep,
-    kind="read",
-    summarize=_summary,
-)
+GREP = declare("Grep", GrepArgs, _grep, kind="read", summarize=_summary)
 
 TOOLS = [GLOB, GREP]
