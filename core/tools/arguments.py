@@ -148,8 +148,10 @@ OptionalPath = Annotated[str | None, BeforeValidator(lambda value, info: _path(v
 """A path that may be left out; an empty string counts as left out."""
 OptionalText = Annotated[str | None, BeforeValidator(_optional(_string(empty=True)))]
 """A string that may be left out; numbers are not accepted for it."""
+RequiredLabel = Annotated[str, BeforeValidator(_string(empty=True, numbers=True))]
+"""Free text (a title, a name): a number sent for it (`subject: 42`) becomes its text."""
 Label = Annotated[str | None, BeforeValidator(_optional(_string(empty=True, numbers=True)))]
-"""Free text that may be left out; a number sent for it (`subject: 42`) becomes its text."""
+"""Like RequiredLabel, but may be left out."""
 Count = Annotated[int | None, BeforeValidator(_integer)]
 """An integer that may be left out; `"20"` and `20.0` mean 20. Give a minimum with `Field(ge=…)`."""
 Flag = Annotated[bool, BeforeValidator(_flag)]

@@ -15,21 +15,22 @@ person makes in the task panel ask no hooks: the person is the authority on the 
 
 from __future__ import annotations
 
-import ast
-import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
 from .. import task_rules as rules
 from ..context import ToolContext
 from ..events import TasksUpdated
 from ..lifecycle import TaskChange, run_gates
+from ..task_model import STATUSES
 from ..task_rules import short_id
 from ..tasks import StoreError, Task, TaskStore, TodoItem, open_blockers, render_for_model
-from .base import Tool, ToolError, load_description, object_schema, short
+from .arguments import Arguments, Label, RequiredLabel, fail, structured
+from .base import Tool, ToolError, declare, parse_as, short
 
-_PKG = "todo_agent.core.tools"
 R = TypeVar("R")
 
 SYSTEM_PROMPT_LINE_V2 = (
@@ -45,22 +46,7 @@ SYSTEM_PROMPT_LINE_V1 = (
 SYSTEM_PROMPT_LINE = SYSTEM_PROMPT_LINE_V2
 
 
-# --- argument normalisation -----------------------------------------------------------
-
-
-def structured(value: Any) -> Any:
-    """A list or object that arrived as text (JSON or a Python literal), decoded; else as is."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return value
+# --- arguments ----------------------------------------------------------------------
 
 
 def task_id(value: Any, key: str = "taskId") -> str:
@@ -74,10 +60,16 @@ def task_id(value: Any, key: str = "taskId") -> str:
         if text.isascii() and text.isdigit():
             # Not int(): Python refuses to convert 4,300+ digits, and an id is only a name.
             return text.lstrip("0") or "0"
-    raise ToolError(f"parameter '{key}' must be a task id such as \"3\", got {value!r}")
+    raise fail(f"parameter '{key}' must be a task id such as \"3\", got {value!r}")
 
 
-def id_list(value: Any, key: str) -> tuple[str, ...]:
+def _required_id(value: Any, info: ValidationInfo) -> str:
+    if value is None:
+        raise fail(f"missing required parameter '{info.field_name}'")
+    return task_id(value, info.field_name or "taskId")
+
+
+def _id_list(value: Any, info: ValidationInfo) -> tuple[str, ...]:
     """Task ids given as a list, a JSON/Python list in a string, or text like "1, #2"."""
     if value is None:
         return ()
@@ -86,38 +78,105 @@ def id_list(value: Any, key: str) -> tuple[str, ...]:
         value = [part for part in re.split(r"[\s,;]+", value) if part]
     elif not isinstance(value, list | tuple):
         value = [value]
-    return tuple(task_id(item, key) for item in value)
-
-
-def _text(args: dict[str, Any], *keys: str, required: bool = False) -> str | None:
-    """The first of `keys` present (aliases such as `active_form`), as a string."""
-    for key in keys:
-        value = args.get(key)
-        if value is None:
-            continue
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return str(value)
-        if not isinstance(value, str):
-            raise ToolError(f"parameter '{keys[0]}' must be a string")
-        return value
-    if required:
-        raise ToolError(f"missing required parameter '{keys[0]}'")
-    return None
+    return tuple(task_id(item, info.field_name or "ids") for item in value)
 
 
 def _status(value: Any) -> str | None:
+    """`In Progress`, `in-progress` and `IN_PROGRESS` all mean `in_progress`. The value
+    itself is checked by the task rules, which name the statuses allowed there."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ToolError(f"parameter 'status' must be a string, got {value!r}")
+        raise fail(f"parameter 'status' must be a string, got {value!r}")
     return re.sub(r"[\s-]+", "_", value.strip().lower())
 
 
-def _required_id(args: dict[str, Any]) -> str:
-    for key in ("taskId", "task_id", "id"):
-        if args.get(key) is not None:
-            return task_id(args[key])
-    raise ToolError("missing required parameter 'taskId'")
+UpdateStatus = Annotated[
+    str | None, BeforeValidator(_status), WithJsonSchema({"type": "string", "enum": list(rules.UPDATE_STATUSES)})
+]
+TodoStatus = Annotated[str | None, BeforeValidator(_status), WithJsonSchema({"type": "string", "enum": list(STATUSES)})]
+
+
+TaskId = Annotated[str, BeforeValidator(_required_id), Field(description='The task id, e.g. "3".')]
+IdList = Annotated[
+    tuple[str, ...], BeforeValidator(_id_list), WithJsonSchema({"type": "array", "items": {"type": "string"}})
+]
+_ACTIVE_FORM = {"active_form": "activeForm"}
+
+
+class TaskCreateArgs(Arguments):
+    aliases: ClassVar[Mapping[str, str]] = {"title": "subject", **_ACTIVE_FORM}
+    subject: RequiredLabel = Field(description="Short imperative title, e.g. 'Add pagination'.")
+    description: Label = Field(None, description="What needs doing and how to tell it is done.")
+    activeForm: Label = Field(
+        None, description="Present-continuous form shown while it runs, e.g. 'Adding pagination'."
+    )
+
+
+class TaskGetArgs(Arguments):
+    aliases: ClassVar[Mapping[str, str]] = {"task_id": "taskId", "id": "taskId"}
+    taskId: TaskId
+
+
+class TaskUpdateArgs(TaskGetArgs):
+    aliases: ClassVar[Mapping[str, str]] = {**TaskGetArgs.aliases, **_ACTIVE_FORM}
+    status: UpdateStatus = None
+    subject: Label = None
+    description: Label = None
+    activeForm: Label = None
+    owner: Label = None
+    addBlocks: IdList = Field((), description="Ids of tasks that cannot start until this one is completed.")
+    addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
+
+
+class TaskListArgs(Arguments):
+    pass
+
+
+class TodoEntry(Arguments):
+    """One item of TodoWrite's list. `activeForm` is optional, in the schema as in the
+    check: the panel shows `content` when it is missing, and TaskCreate treats it the
+    same way, so refusing a whole list over a display string would only cost a retry."""
+
+    content: str = Field(min_length=1, description="Imperative, e.g. 'Run tests'.")
+    status: TodoStatus
+    activeForm: str | None = Field(None, description="Present continuous, e.g. 'Running tests'.")
+
+
+def _todo_list(value: Any) -> list[dict[str, Any]]:
+    """`todos` as the model sent it (a list, or its JSON / Python-literal text), each item
+    checked with one clear line for what is missing."""
+    if value is None:
+        raise fail("missing required parameter 'todos'")
+    value = structured(value)
+    if isinstance(value, dict) and "todos" in value:  # the whole arguments object, nested once more
+        value = structured(value["todos"])
+    if not isinstance(value, list):
+        raise fail("parameter 'todos' must be a list of {content, status, activeForm} objects")
+    items = []
+    for n, raw in enumerate(value):
+        item = structured(raw)
+        if not isinstance(item, dict):
+            raise fail(f"todos[{n}] must be an object with content, status and activeForm")
+        content, status = item.get("content"), item.get("status")
+        if not isinstance(content, str) or not content.strip():
+            raise fail(f"todos[{n}] is missing 'content'")
+        if not isinstance(status, str):
+            raise fail(f"todos[{n}] is missing 'status' (pending, in_progress or completed)")
+        active_form = item.get("activeForm", item.get("active_form"))
+        items.append(
+            {"content": content, "status": status, "activeForm": active_form if isinstance(active_form, str) else None}
+        )
+    return items
+
+
+class TodoWriteArgs(Arguments):
+    todos: Annotated[list[TodoEntry], BeforeValidator(_todo_list)] = Field(
+        description="The complete, updated list (items left out are removed)."
+    )
+
+    def items(self) -> list[TodoItem]:
+        return [TodoItem(t.content, t.status or "", t.activeForm or "") for t in self.todos]
 
 
 def _store(ctx: ToolContext) -> TaskStore:
@@ -182,11 +241,9 @@ def _blocked_suffix(task: Task, tasks: Sequence[Task]) -> str:
 # --- v2 -------------------------------------------------------------------------------
 
 
-async def _create(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
-    subject = _text(args, "subject", "title", required=True) or ""
-    description = _text(args, "description") or ""
-    active_form = _text(args, "activeForm", "active_form") or ""
+    subject, description, active_form = args.subject, args.description or "", args.activeForm or ""
 
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
         new, _ = rules.create(
@@ -200,17 +257,13 @@ async def _create(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Task #{task.id} created: {task.subject}"
 
 
-async def _update(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
-    wanted, status = _required_id(args), _status(args.get("status"))
+    wanted, status = args.taskId, args.status
     fields = rules.Fields(
-        subject=_text(args, "subject"),
-        description=_text(args, "description"),
-        active_form=_text(args, "activeForm", "active_form"),
-        owner=_text(args, "owner"),
+        subject=args.subject, description=args.description, active_form=args.activeForm, owner=args.owner
     )
-    blocks = id_list(args.get("addBlocks"), "addBlocks")
-    blocked_by = id_list(args.get("addBlockedBy"), "addBlockedBy")
+    blocks, blocked_by = args.addBlocks, args.addBlockedBy
 
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
         now = store.clock()
@@ -242,7 +295,7 @@ async def _update(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join([state, _remaining(tasks), *outcome.notes])
 
 
-async def _list(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _list(args: TaskListArgs, ctx: ToolContext) -> str:
     tasks = _store(ctx).snapshot()
     if not tasks:
         return "No tasks yet."
@@ -250,9 +303,9 @@ async def _list(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"{render_for_model(tasks)}\n({done}/{len(tasks)} completed)"
 
 
-async def _get(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _get(args: TaskGetArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
-    wanted = _required_id(args)
+    wanted = args.taskId
     task = store.get(wanted)
     if task is None:
         known = ", ".join(f"#{t.id}" for t in store.snapshot()) or "none"
@@ -275,33 +328,9 @@ async def _get(args: dict[str, Any], ctx: ToolContext) -> str:
 # --- v1 -------------------------------------------------------------------------------
 
 
-def todo_items(value: Any) -> list[TodoItem]:
-    """`todos` as the model sent it (a list, or its JSON / Python-literal text)."""
-    if value is None:
-        raise ToolError("missing required parameter 'todos'")
-    value = structured(value)
-    if isinstance(value, dict) and "todos" in value:  # the whole arguments object, nested once more
-        value = structured(value["todos"])
-    if not isinstance(value, list):
-        raise ToolError("parameter 'todos' must be a list of {content, status, activeForm} objects")
-    items = []
-    for n, raw in enumerate(value):
-        item = structured(raw)
-        if not isinstance(item, dict):
-            raise ToolError(f"todos[{n}] must be an object with content, status and activeForm")
-        content, status = item.get("content"), item.get("status")
-        if not isinstance(content, str) or not content.strip():
-            raise ToolError(f"todos[{n}] is missing 'content'")
-        if not isinstance(status, str):
-            raise ToolError(f"todos[{n}] is missing 'status' (pending, in_progress or completed)")
-        active_form = item.get("activeForm", item.get("active_form"))
-        items.append(TodoItem(content, _status(status) or "", active_form if isinstance(active_form, str) else ""))
-    return items
-
-
-async def _todo_write(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
-    items = todo_items(args.get("todos"))
+    items = args.items()
     await _ask_hooks(ctx, store, lambda tasks, next_id: rules.replace_all(tasks, next_id, items, store.clock())[0])
     outcome = await _attempt(store.replace_all(items))
     ctx.emit(TasksUpdated(store.snapshot()))
@@ -324,118 +353,34 @@ async def _todo_write(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _summarize_update(args: dict[str, Any]) -> str:
-    try:
-        ref = f"#{short_id(_required_id(args))}"
-    except ToolError:
-        ref = "?"
+    ref = _summarize_get(args) or "?"
     status = args.get("status")
     return f"{ref} → {short(str(status), 20)}" if status else ref
 
 
 def _summarize_get(args: dict[str, Any]) -> str:
     try:
-        return f"#{short_id(_required_id(args))}"
+        return f"#{short_id(parse_as(TaskGetArgs, args).taskId)}"
     except ToolError:
         return ""
 
 
 def _summarize_todos(args: dict[str, Any]) -> str:
     try:
-        items = todo_items(args.get("todos"))
+        items = parse_as(TodoWriteArgs, args).items()
     except ToolError:
         return ""
     active = next((i.content for i in items if i.status == "in_progress"), "")
     return f"{len(items)} items" + (f", {short(active, 40)}" if active else "")
 
 
-_ID = {"type": "string", "description": 'The task id, e.g. "3".'}
-_IDS = {"type": "array", "items": {"type": "string"}}
-_STATUS_V1 = {"type": "string", "enum": ["pending", "in_progress", "completed"]}
-
-TASK_CREATE = Tool(
-    name="TaskCreate",
-    description=load_description(_PKG, "task_create.md"),
-    parameters=object_schema(
-        {
-            "subject": {
-                "type": "string",
-                "description": "Short imperative title, e.g. 'Add pagination'.",
-            },
-            "description": {"type": "string", "description": "What needs doing and how to tell it is done."},
-            "activeForm": {
-                "type": "string",
-                "description": "Present-continuous form shown while it runs, e.g. 'Adding pagination'.",
-            },
-        },
-        required=["subject"],
-    ),
-    run=_create,
-    kind="task",
-    summarize=lambda args: short(str(args.get("subject") or "")),
+TASK_CREATE = declare(
+    "TaskCreate", TaskCreateArgs, _create, kind="task", summarize=lambda args: short(str(args.get("subject") or ""))
 )
-
-TASK_UPDATE = Tool(
-    name="TaskUpdate",
-    description=load_description(_PKG, "task_update.md"),
-    parameters=object_schema(
-        {
-            "taskId": _ID,
-            "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]},
-            "subject": {"type": "string"},
-            "description": {"type": "string"},
-            "activeForm": {"type": "string"},
-            "owner": {"type": "string"},
-            "addBlocks": {**_IDS, "description": "Ids of tasks that cannot start until this one is completed."},
-            "addBlockedBy": {**_IDS, "description": "Ids of tasks that must be completed before this one."},
-        },
-        required=["taskId"],
-    ),
-    run=_update,
-    kind="task",
-    summarize=_summarize_update,
-)
-
-TASK_LIST = Tool(
-    name="TaskList",
-    description=load_description(_PKG, "task_list.md"),
-    parameters=object_schema({}),
-    run=_list,
-    kind="task",
-)
-
-TASK_GET = Tool(
-    name="TaskGet",
-    description=load_description(_PKG, "task_get.md"),
-    parameters=object_schema({"taskId": _ID}, required=["taskId"]),
-    run=_get,
-    kind="task",
-    summarize=_summarize_get,
-)
-
-TODO_WRITE = Tool(
-    name="TodoWrite",
-    description=load_description(_PKG, "todo_write.md"),
-    parameters=object_schema(
-        {
-            "todos": {
-                "type": "array",
-                "description": "The complete, updated list (items left out are removed).",
-                "items": object_schema(
-                    {
-                        "content": {"type": "string", "minLength": 1, "description": "Imperative, e.g. 'Run tests'."},
-                        "status": _STATUS_V1,
-                        "activeForm": {"type": "string", "description": "Present continuous, e.g. 'Running tests'."},
-                    },
-                    required=["content", "status", "activeForm"],
-                ),
-            }
-        },
-        required=["todos"],
-    ),
-    run=_todo_write,
-    kind="task",
-    summarize=_summarize_todos,
-)
+TASK_UPDATE = declare("TaskUpdate", TaskUpdateArgs, _update, kind="task", summarize=_summarize_update)
+TASK_LIST = declare("TaskList", TaskListArgs, _list, kind="task")
+TASK_GET = declare("TaskGet", TaskGetArgs, _get, kind="task", summarize=_summarize_get)
+TODO_WRITE = declare("TodoWrite", TodoWriteArgs, _todo_write, kind="task", summarize=_summarize_todos)
 
 TASK_TOOLS_V2: list[Tool] = [TASK_CREATE, TASK_UPDATE, TASK_LIST, TASK_GET]
 TASK_TOOLS_V1: list[Tool] = [TODO_WRITE]
