@@ -39,3 +39,38 @@ def test_every_schema_is_a_closed_object_whose_required_keys_are_declared() -> N
             assert parameters["type"] == "object"
             assert parameters["additionalProperties"] is False
             assert set(parameters["required"]) <= set(parameters["properties"])
+
+
+async def test_each_required_key_of_each_schema_is_required_by_its_check(tmp_path: Path) -> None:
+    """Schema and check come from one declaration: leaving out any key the schema marks
+    required gets the one-line 'missing' error before the tool does anything."""
+    from todo_agent.core.context import ToolContext
+    from todo_agent.core.tools.base import ToolError
+
+    for tool in {t.name: t for version in ("v2", "v1") for t in build_tools(version)}.values():
+        for key in tool.parameters["required"]:
+            full = {k: "x" for k in tool.parameters["required"]}
+            del full[key]
+            with pytest.raises(ToolError) as caught:
+                await tool.run(full, ToolContext("c", tmp_path))
+            assert str(caught.value) == f"missing required parameter '{key}'", tool.name
+
+
+def test_aliases_are_accepted_but_not_advertised() -> None:
+    from todo_agent.core.tools.base import parse_as
+    from todo_agent.core.tools.tasks import TASK_CREATE, TASK_UPDATE, TaskUpdateArgs
+
+    args = parse_as(TaskUpdateArgs, {"task_id": "#3", "active_form": "Testing"})
+    assert (args.taskId, args.activeForm) == ("3", "Testing")
+    for tool in (TASK_CREATE, TASK_UPDATE):
+        assert not {"title", "task_id", "id", "active_form"} & set(tool.parameters["properties"])
+
+
+def test_todo_write_active_form_is_optional_in_the_schema_as_in_the_check() -> None:
+    from todo_agent.core.tools.base import parse_as
+    from todo_agent.core.tools.tasks import TODO_WRITE, TodoWriteArgs
+
+    item = TODO_WRITE.parameters["properties"]["todos"]["items"]
+    assert item["required"] == ["content", "status"]
+    [todo] = parse_as(TodoWriteArgs, {"todos": [{"content": "Run tests", "status": "pending"}]}).items()
+    assert (todo.content, todo.status, todo.active_form) == ("Run tests", "pending", "")

@@ -144,14 +144,16 @@ AnyText = Annotated[str, BeforeValidator(_string(empty=True))]
 """A required string that may be empty (file content, a replacement)."""
 PathText = Annotated[str, BeforeValidator(_path)]
 """A path as the model gives it (resolve it with `ctx.resolve`): not empty, no NUL byte."""
-OptionalPath = Annotated[str | None, BeforeValidator(lambda value, info: _path(value, info) if value else None)]
+OptionalPath = Annotated[
+    str | None, BeforeValidator(lambda value, info: None if value in (None, "") else _path(value, info))
+]
 """A path that may be left out; an empty string counts as left out."""
-OptionalText = Annotated[str | None, BeforeValidator(_optional(_string(empty=True)))]
-"""A string that may be left out; numbers are not accepted for it."""
 RequiredLabel = Annotated[str, BeforeValidator(_string(empty=True, numbers=True))]
 """Free text (a title, a name): a number sent for it (`subject: 42`) becomes its text."""
 Label = Annotated[str | None, BeforeValidator(_optional(_string(empty=True, numbers=True)))]
 """Like RequiredLabel, but may be left out."""
+Hint = Annotated[str | None, BeforeValidator(lambda value: value if isinstance(value, str) else None)]
+"""Display-only text (Bash's `description`): anything but a string is ignored, never refused."""
 Count = Annotated[int | None, BeforeValidator(_integer)]
 """An integer that may be left out; `"20"` and `20.0` mean 20. Give a minimum with `Field(ge=…)`."""
 Flag = Annotated[bool, BeforeValidator(_flag)]

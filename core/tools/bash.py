@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..context import HIDDEN_ENV, ToolContext
 from ..pipes import open_read_pipe
-from .arguments import Arguments, Count, OptionalText, Text
+from .arguments import Arguments, Count, Hint, Text
 from .base import ToolError, ToolResult, declare, short
 
 DEFAULT_TIMEOUT = 120
@@ -272,7 +272,7 @@ class BashArgs(Arguments):
         description=f"Timeout in seconds (default {DEFAULT_TIMEOUT}, max {MAX_TIMEOUT}); "
         f"values of {_MILLISECONDS_FROM} or more are read as milliseconds.",
     )
-    description: OptionalText = Field(None, description="A few words on what the command does, shown to the person.")
+    description: Hint = Field(None, description="A few words on what the command does, shown to the person.")
 
 
 async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:

@@ -105,11 +105,11 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-# --- replacing a file's content ------------------------------------------------------
-
-
 def line_count(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+# --- replacing a file's content ------------------------------------------------------
 
 
 def _umask() -> int:
