@@ -32,7 +32,8 @@ class Arguments(BaseModel):
     sends an extra hint should not lose its call over it (the schema still says
     `additionalProperties: false`, so well-behaved models send none)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
+    # defer_build: each model is compiled on first use, not while the app starts.
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True, defer_build=True)
     aliases: ClassVar[Mapping[str, str]] = {}
     """Other names a model may use for a field → the declared name (not in the schema)."""
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal, TypeVar
@@ -68,7 +68,8 @@ ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: Mapping[str, Any]
+    """The JSON schema of the arguments (for a declared tool, built on first use)."""
     run: ToolFunc
     kind: ToolKind = "read"
     summarize: Callable[[dict[str, Any]], str] = field(default=lambda args: "")
@@ -78,7 +79,7 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
         }
 
 
@@ -105,7 +106,30 @@ def declare(
 
     if description is None:
         description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
-    return Tool(name, description, arguments.json_schema(), checked, kind, summarize, preview)
+    return Tool(name, description, _LazySchema(arguments), checked, kind, summarize, preview)
+
+
+class _LazySchema(Mapping[str, Any]):
+    """An arguments model's schema, made when first read: compiling a pydantic model takes
+    a few milliseconds, and start-up should not pay that for every tool."""
+
+    def __init__(self, arguments: type[Arguments]) -> None:
+        self._arguments = arguments
+        self._schema: dict[str, Any] | None = None
+
+    def _built(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = self._arguments.json_schema()
+        return self._schema
+
+    def __getitem__(self, key: str) -> Any:
+        return self._built()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
 
 
 def parse_as(arguments: type[A], args: dict[str, Any]) -> A:
