@@ -203,3 +203,7 @@ def prepare_demo() -> tuple[Path, str, str | None]:
         shutil.copyfile(script, script_copy)
     prompt = json.loads(script_copy.read_text(encoding="utf-8")).get("prompt")
     return target, f"script:{script_copy}", prompt if isinstance(prompt, str) else None
+
+
+if __name__ == "__main__":  # `python -m todo_agent.frontends.cli`, where no console script is installed
+    main()
