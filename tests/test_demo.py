@@ -31,7 +31,9 @@ def said(app: TodoAgentApp) -> str:
 
 async def answer(pilot: Pilot[Any], tool: str, *keys: str) -> None:
     app = pilot.app
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == tool)
+    await wait_until(
+        pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == tool
+    )
     await pilot.press(*keys)
 
 
@@ -91,7 +93,7 @@ def test_the_demo_directory_is_gone_after_the_app_exits(monkeypatch: pytest.Monk
 
     async def quit_at_the_first_approval(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         seen["cwd"], seen["home"] = Path.cwd(), os.environ["TODO_AGENT_HOME"]
         seen["sessions"] = await asyncio.to_thread(lambda: list(Path(seen["home"]).rglob("*.jsonl")))
         await pilot.press("ctrl+q")

@@ -121,7 +121,7 @@ async def _approval_run(workspace: Path, keys: list[str], steps: list[object]) -
     app = make_app(workspace, model)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "say hi")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.press(*keys)
         await turn_done(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
@@ -139,7 +139,7 @@ async def test_the_status_line_says_it_waits_for_the_person(workspace: Path) -> 
     app = make_app(workspace, [bash_step("echo hi"), "done"])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "say hi")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         activity = main_screen(app).status.query_one("#status-activity", Static)
         assert str(activity.render()).startswith("waiting for your approval · Bash")
         conversation = main_screen(app).conversation
@@ -164,7 +164,7 @@ async def test_approval_always_adds_the_rule_and_stops_asking(workspace: Path) -
     app = make_app(workspace, model)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "echo twice")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         modal = app.screen
         assert isinstance(modal, ApprovalScreen)
         assert "Bash(echo:*)" in str(modal.query_one(OptionList).get_option_at_index(1).prompt)
@@ -217,12 +217,14 @@ async def test_approval_for_an_edit_shows_the_diff_and_outside_paths(workspace: 
     app = make_app(workspace, model)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "edit")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         modal = app.screen
         assert isinstance(modal, ApprovalScreen) and modal.request.tool == "Edit"
         assert not modal.query("#approval-outside")
         await pilot.press("y")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not modal)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen is not modal
+        )
         second = app.screen
         assert isinstance(second, ApprovalScreen) and second.request.tool == "Write"
         assert "outside the workspace" in str(second.query_one("#approval-outside").visual)  # type: ignore[attr-defined]
@@ -708,7 +710,7 @@ async def test_interrupting_while_an_approval_waits_closes_it(workspace: Path) -
     app = make_app(workspace, [bash_step("echo hi")])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "run")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         screen = main_screen(app)
         screen.interrupt()  # e.g. from the command palette
         await turn_done(pilot)
@@ -807,7 +809,7 @@ async def test_a_call_cancelled_by_an_earlier_no_keeps_its_arguments(workspace: 
     app = make_app(workspace, [_two_calls()])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.press("n")
         await turn_done(pilot)
         assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "denied"), ("echo two", "cancelled")]
@@ -818,11 +820,13 @@ async def test_a_double_tap_does_not_answer_the_next_approval(workspace: Path) -
     app = make_app(workspace, [_two_calls()])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         first = app.screen
         tap = events.Key("y", "y")
         app.post_message(tap)
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen is not first
+        )
         second = app.screen
         assert isinstance(second, ApprovalScreen) and second.request.summary == "echo two"
         # The second press of a double tap, typed before the second question existed (the
@@ -860,11 +864,11 @@ async def test_a_resumed_session_shows_failed_and_declined_calls(workspace: Path
     first = make_app(workspace, steps)
     async with first.run_test(size=SIZE) as pilot:
         await send(pilot, "look")
-        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen) and first.screen.asking)
         await pilot.press("y")
         await turn_done(pilot)
         await send(pilot, "next")
-        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(first.screen, ApprovalScreen) and first.screen.asking)
         await pilot.press("n")
         await turn_done(pilot)
         live = [(t.name, t.status) for t in tools(first)]
@@ -963,11 +967,13 @@ async def test_a_held_key_does_not_answer_the_next_approval(workspace: Path) -> 
     app = make_app(workspace, [_two_calls(), "done"])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         first = app.screen
         tap = events.Key("y", "y")
         app.post_message(tap)
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen is not first
+        )
         second = app.screen
         assert isinstance(second, ApprovalScreen)
         # Auto-repeat from the first press on: each press within the window of the one
@@ -991,7 +997,7 @@ async def test_ctrl_c_twice_quits_from_an_approval(workspace: Path) -> None:
     app = make_app(workspace, [bash_step("echo hi")])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert "Press ctrl+c again to quit" in toasts(app)
@@ -1017,7 +1023,7 @@ async def test_the_approval_shows_its_own_keys(workspace: Path) -> None:
     app = make_app(workspace, [bash_step("echo hi")])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.pause()
         footer = screen_text(app).splitlines()[-1]
         assert "Always" in footer and "No, with feedback" in footer

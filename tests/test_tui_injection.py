@@ -113,7 +113,7 @@ async def test_approval_summary_and_preview(workspace: Path) -> None:
     app = make_app(workspace, [bash_step(f"echo '{HOSTILE}'")])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "run it")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.pause()
         assert_literal_on_screen(app, *LITERALS, payloads_shown=True)
         assert "␛[2J" in screen_text(app)  # the approval shows controls instead of dropping them
@@ -127,7 +127,7 @@ async def test_approval_diff_preview(workspace: Path) -> None:
     app = make_app(workspace, [{"tool_calls": [{"name": "Edit", "arguments": edit}]}])
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "edit it")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
         await pilot.pause()
         assert app.is_running
         svg = app.export_screenshot()

@@ -96,9 +96,12 @@ def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config:
 async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     app = pilot.app
     await send(pilot, prompt)
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
     await pilot.press("1")  # the Edit
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Bash")
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == "Bash",
+    )
     # The approval can open before the screen below has drawn the batch before it: wait
     # for the Bash call's own line (it comes last) and for every event to be drawn.
     block = main_screen(app).conversation.last_tool_block  # type: ignore[arg-type]

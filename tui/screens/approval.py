@@ -102,6 +102,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.fitted = False
         """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
 
+    @property
+    def asking(self) -> bool:
+        """Whether the question is on screen: keys typed from now on answer it (earlier
+        ones are dropped, see `predates`). Pushed is not yet asking."""
+        return self.shown_at != math.inf
+
     def predates(self, event: events.Key) -> bool:
         """Whether `event` was typed before this question was on screen.
 
