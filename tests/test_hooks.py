@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_tools_bash import wait_for
 
 from todo_agent.core.events import HookResult, Notice
 from todo_agent.core.hooks import HookEvent, HookRunner, HookSpec, hook_environment, run_hook, specs_from_table
@@ -44,16 +45,6 @@ def group_members(pgid: int) -> list[int]:
         if pgrp == pgid and state != "Z":
             members.append(int(entry.name))
     return members
-
-
-async def wait_for(condition: Any, deadline: float = 10.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline
-    while not condition():
-        if loop.time() > end:
-            return False
-        await asyncio.sleep(0.01)
-    return True
 
 
 RECORD_GROUP = "cut -d' ' -f5 /proc/$$/stat > group.pid"
