@@ -1,14 +1,26 @@
 """The composition root: builds the screens and hands them the core.
 
 `TodoAgentApp` takes a `Runtime` (the agent, its session and task store) or, when no
-model is configured, just the `Config` (then it shows the welcome screen). Nothing here
-imports the model client: `openai` loads in a thread after the first frame.
+model is configured, just the `Config` (then it shows the welcome screen). `run_app`
+(the `todo-agent` command) starts it with neither built: `TodoAgentApp.starting` draws
+the first frame (`StartScreen`, a prompt that takes keys at once) and builds the
+`Runtime` in a thread meanwhile (`startup.py`), then swaps in the main screen, carrying
+over what was typed and sent. Nothing here imports the agent core (`core.runtime`) or
+the model client before the first frame: `openai` loads in a thread after it.
+
+An unknown `--resume` id is found before the app starts (a file name), and the
+command says so on stderr, exit status 2. Any other error building the runtime (a
+session in use, a broken script) ends the app at once, and `run_app` raises it again once the terminal is
+restored, so the command prints it on stderr and exits with status 2, as it did when the
+runtime was built before the app: a message drawn in the app would vanish with the
+full-screen view. Settings errors are found before the app starts, as before.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,18 +30,20 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, TextArea
 
-from todo_agent.core.model import ChatModel
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
-from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import data_root
+from todo_agent.core.session_dir import data_root
 from todo_agent.core.settings import Config
 
 from .approvals import ApprovalBroker, Resolve
 from .screens.approval import ApprovalScreen
-from .screens.main import MainScreen
+from .screens.starting import StartScreen
+from .startup import RuntimeStarter
 
 if TYPE_CHECKING:
     from textual.command import Provider
+
+    from todo_agent.core.model import ChatModel
+    from todo_agent.core.runtime import Runtime
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second ctrl+c quits."""
@@ -75,14 +89,16 @@ class TodoAgentApp(App[int]):
     ) -> None:
         """`broker` must be the one whose `approve` the runtime was created with."""
         super().__init__()
-        self.runtime = target if isinstance(target, Runtime) else None
-        self.config = target.config if isinstance(target, Runtime) else target
+        self.runtime = None if isinstance(target, Config) else target
+        self.config = target if isinstance(target, Config) else target.config
         self.broker = broker or ApprovalBroker()
         if self.runtime is not None and self.runtime.approver is None:
             # A runtime built without an approver would deny everything that asks; ask here.
             self.runtime.set_approver(self.broker.approve)
         self.initial_prompt = initial_prompt
         self.pick_session = pick_session
+        self.starter: RuntimeStarter | None = None
+        """Set by `starting`: the runtime being built while the first frame is up."""
         self._last_ctrl_c = -QUIT_WINDOW
         self._approval_key: tuple[ApprovalScreen, str, float] | None = None
         """The last key an approval modal got: the modal, the key, when it was typed."""
@@ -104,6 +120,8 @@ class TodoAgentApp(App[int]):
 
         `resume=""` (the flag without an id) opens a new session and the session picker.
         """
+        from todo_agent.core.runtime import Runtime
+
         if not config.has_model and model is None:
             return cls(config, animations=animations)
         broker = ApprovalBroker()
@@ -114,14 +132,79 @@ class TodoAgentApp(App[int]):
             runtime, broker=broker, initial_prompt=initial_prompt, pick_session=resume == "", animations=animations
         )
 
+    @classmethod
+    def starting(
+        cls,
+        config: Config,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        initial_prompt: str | None = None,
+        create: Callable[[Config, ApprovalBroker], Runtime] | None = None,
+        animations: bool = True,
+    ) -> TodoAgentApp:
+        """The app for a `config` with a model, drawn before its runtime is built.
+
+        The runtime is built in a thread once the first frame is out (`create`, by default
+        `Runtime.create` with this app's approver; tests pass a slower one). `resume=""`
+        opens a new session and the session picker.
+        """
+        app = cls(config, initial_prompt=initial_prompt, pick_session=resume == "", animations=animations)
+
+        def build() -> Runtime:
+            if create is not None:
+                return create(config, app.broker)
+            from todo_agent.core.runtime import Runtime  # the agent core: after the first frame
+
+            return Runtime.create(
+                config, approver=app.broker.approve, resume=resume or None, continue_latest=continue_latest
+            )
+
+        app.starter = RuntimeStarter(build)
+        return app
+
     def on_mount(self) -> None:
-        if self.runtime is None:
+        if self.runtime is not None:
+            self._show_main(self.runtime)
+        elif self.starter is not None:
+            self.push_screen(StartScreen(self.config))
+            # `call_later`: the result is taken in the app's own context, as a message
+            self.call_after_refresh(self.starter.start, partial(self.call_later, self._runtime_built))
+        else:
             from .screens.welcome import WelcomeScreen  # only without a model: off the usual start-up
 
             self.push_screen(WelcomeScreen())
+
+    def _runtime_built(self) -> None:
+        """On the event loop, once the starter's thread is done: the main screen, or exit."""
+        starter = self.starter
+        if starter is None or not self.is_running:
             return
+        if starter.runtime is None:  # `run_app` raises the error once the terminal is back
+            self.exit(return_code=2)
+            return
+        self.runtime = starter.runtime
+        start = next(s for s in self.screen_stack if isinstance(s, StartScreen))
+        while self.screen is not start:  # e.g. the command palette, opened meanwhile
+            self.pop_screen()
+        self._show_main(starter.runtime, start)
+
+    def _show_main(self, runtime: Runtime, start: StartScreen | None = None) -> None:
+        """The main screen, in place of `start` if given (with what was typed on it)."""
+        from .screens.main import MainScreen
+
         self.broker.attach(self._present_approval)
-        self.push_screen(MainScreen(self.runtime, initial_prompt=self.initial_prompt, pick_session=self.pick_session))
+        main = MainScreen(
+            runtime,
+            initial_prompt=self.initial_prompt,
+            pick_session=self.pick_session,
+            waiting=start.waiting if start else (),
+            draft=start.draft if start else "",
+        )
+        if start is None:
+            self.push_screen(main)
+        else:
+            self.switch_screen(main)
 
     def on_unmount(self) -> None:
         self.broker.attach(None)
@@ -159,6 +242,8 @@ class TodoAgentApp(App[int]):
         return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))
 
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
+        from .screens.main import MainScreen
+
         screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         status = main.status if main is not None else None
@@ -243,20 +328,32 @@ def run_app(
 ) -> int:
     """Run the TUI until the person quits; returns the exit code.
 
-    Given a `Config`, builds the `Runtime` (resuming `resume` or the latest session when
-    asked) with this app's approver; without a model, shows the welcome screen. A
-    `Runtime` created without an approver gets this app's.
+    Given a `Config`, draws the first frame, then builds the `Runtime` (resuming `resume`
+    or the latest session when asked) with this app's approver, and raises what building
+    it raised (`SessionError`, `ScriptError`) once the app is gone; without a model,
+    shows the welcome screen. A `Runtime` created without an approver gets this app's.
     """
-    owned = isinstance(target, Config)
-    if isinstance(target, Config):
-        app = TodoAgentApp.for_config(
-            target, resume=resume, continue_latest=continue_latest, initial_prompt=initial_prompt
-        )
-    else:
+    if not isinstance(target, Config):
         app = TodoAgentApp(target, initial_prompt=initial_prompt)
+        app.run()
+        return app.return_code or 0
+    if not target.has_model:
+        app = TodoAgentApp(target)
+        app.run()
+        return app.return_code or 0
+    if resume:  # an unknown id is found at once (a file name), and said before the app starts
+        from todo_agent.core.session_dir import find_session
+
+        find_session(target.workspace, resume)
+    app = TodoAgentApp.starting(target, resume=resume, continue_latest=continue_latest, initial_prompt=initial_prompt)
+    starter = app.starter
+    assert starter is not None
     try:
         app.run()
     finally:
-        if owned and app.runtime is not None:  # built here, so closed here
-            app.runtime.close()
+        starter.join()  # quit before the runtime was ready: it is still built, and closed
+        if starter.runtime is not None:  # built here, so closed here
+            starter.runtime.close()
+    if starter.error is not None:
+        raise starter.error
     return app.return_code or 0

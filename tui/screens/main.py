@@ -78,10 +78,21 @@ class MainScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, runtime: Runtime, *, initial_prompt: str | None = None, pick_session: bool = False) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        initial_prompt: str | None = None,
+        pick_session: bool = False,
+        waiting: Sequence[str] = (),
+        draft: str = "",
+    ) -> None:
+        """`waiting` and `draft`: what was sent and typed on the first frame (`StartScreen`)."""
         super().__init__()
         self.runtime = runtime
         self.initial_prompt = initial_prompt
+        self._waiting = list(waiting)
+        self._draft = draft
         self.pick_session = pick_session
         self.panel_place: PanelPlace = runtime.config.task_panel
         self._panel_shown_place: PanelPlace = "right" if self.panel_place == "hidden" else self.panel_place
@@ -133,9 +144,24 @@ class MainScreen(Screen[None]):
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
         await self._show_session()
+        await self._take_over_start()
         if self.pick_session:
             self.choose_session()
         self.call_after_refresh(self._ask_hook_trust)  # a modal pushed before the first frame would stall warm-up
+
+    async def _take_over_start(self) -> None:
+        """What was typed before the core was ready: the draft back in the prompt, and the
+        prompts sent in order (after the demo's opening prompt, if there is one)."""
+        if self._draft:
+            prompt = self.query_one(PromptInput)
+            prompt.text = self._draft
+            prompt.move_cursor(prompt.document.end)
+        waiting, self._waiting = self._waiting, []
+        if self.initial_prompt:
+            self._queued.extend(waiting)
+            return
+        for text in waiting:
+            await self.submit(text)
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""

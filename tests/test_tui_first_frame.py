@@ -1,0 +1,118 @@
+"""The first frame comes before the agent core: a prompt that takes keys at once.
+
+`TodoAgentApp.starting` (what `todo-agent` runs) draws `StartScreen` and builds the
+`Runtime` in a thread; what is typed meanwhile is kept, and what is sent is sent once
+the runtime is ready.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from textual.widgets import Static
+from tui_helpers import SIZE, main_screen, make_config, screen_text, turn_done, wait_until
+
+from todo_agent.core.model import ScriptedModel
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.session import SessionError
+from todo_agent.core.settings import Config
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.approvals import ApprovalBroker
+from todo_agent.tui.screens.starting import StartScreen
+from todo_agent.tui.widgets.prompt import PromptInput
+
+
+async def test_the_first_frame_takes_keys_before_the_runtime_and_sends_them_after(workspace: Path) -> None:
+    release = threading.Event()
+    built: list[Runtime] = []
+
+    def create(config: Config, broker: ApprovalBroker) -> Runtime:
+        release.wait(60)  # the core still importing, on a slow machine
+        runtime = Runtime.create(config, approver=broker.approve, model=ScriptedModel.from_data(["hello back"]))
+        built.append(runtime)
+        return runtime
+
+    app = TodoAgentApp.starting(make_config(workspace), create=create, animations=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, StartScreen))
+            start = app.screen
+            activity = start.query_one("#status-activity", Static)
+            await wait_until(pilot, lambda: str(activity.render()).startswith("starting…"))
+            await pilot.press(*"hello", "enter", *"more")
+            await wait_until(pilot, lambda: "› hello" in screen_text(app))
+            assert app.runtime is None and start.query_one(PromptInput).text == "more"
+            release.set()
+            await wait_until(pilot, lambda: app.runtime is not None and main_screen(app).is_current)
+            await turn_done(pilot)
+            screen = main_screen(app)
+            await wait_until(pilot, lambda: "hello back" in screen_text(app))
+            assert screen.query_one(PromptInput).text == "more"  # the draft, not sent
+            assert [m["content"] for m in screen.runtime.history if m["role"] == "user"] == ["hello"]
+    finally:
+        release.set()
+        for runtime in built:
+            runtime.close()
+
+
+async def test_an_error_building_the_runtime_ends_the_app_and_is_kept(workspace: Path) -> None:
+    def create(config: Config, broker: ApprovalBroker) -> Runtime:
+        raise SessionError("session abc is in use by another todo-agent")
+
+    app = TodoAgentApp.starting(make_config(workspace), create=create, animations=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.starter is not None and app.starter.error is not None)
+        await wait_until(pilot, lambda: app.return_code == 2)
+    assert app.return_code == 2
+    assert app.starter is not None and isinstance(app.starter.error, SessionError)
+
+
+CHILD = r"""
+import json, sys, tempfile
+from pathlib import Path
+from todo_agent.core.settings import Config
+from todo_agent.tui.app import TodoAgentApp
+
+workspace = Path(tempfile.mkdtemp())
+script = workspace / "s.json"
+script.write_text('{"steps": []}')
+app = TodoAgentApp.starting(Config(workspace=workspace, model=f"script:{script}"))
+seen = {}
+
+def first_frame() -> None:
+    seen["modules"] = sorted(m for m in sys.modules if m.startswith(("todo_agent", "openai")))
+    seen["screen"] = type(app.screen).__name__
+    seen["prompt"] = app.screen.query_one("#prompt").has_focus
+
+app.call_after_refresh(first_frame)
+app.call_after_refresh(lambda: app.call_later(app.exit))
+app.run(headless=True, size=(120, 36))
+app.starter.join()
+if app.starter.runtime is not None:
+    app.starter.runtime.close()
+print(json.dumps(seen))
+"""
+
+
+def test_the_first_frame_is_drawn_before_the_agent_core_is_imported(tmp_path: Path) -> None:
+    env_home = {"TODO_AGENT_HOME": str(tmp_path / "home")}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True, timeout=120, env=env_home | _env()
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["screen"] == "StartScreen" and seen["prompt"]
+    modules = seen["modules"]
+    assert "todo_agent.tui.app" in modules  # the probe ran in the app
+    assert "todo_agent.core.runtime" not in modules
+    assert "todo_agent.tui.screens.main" not in modules
+    assert not [m for m in modules if m.startswith("openai")]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)

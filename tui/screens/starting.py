@@ -1,0 +1,84 @@
+"""The first frame: the main screen's frame, drawn before the agent core is loaded.
+
+The core (`todo_agent.core.runtime`: the tools, hooks, permissions, the session) takes a
+good part of start-up to import and build; `TodoAgentApp` builds it in a thread while
+this screen is up. It shows what the main screen will (the task panel's frame, the
+prompt, the status line saying `starting…`), and the prompt takes keys at once: what is
+typed is carried over to the main screen, and what is sent (enter) is kept and sent, in
+order, once the core is ready. Slash commands wait too: they need the core.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from todo_agent.core.settings import Config
+
+from ..sanitize import sanitize
+from ..widgets.prompt import PromptBox, PromptInput
+from ..widgets.status import StatusLine
+from ..widgets.task_panel import TaskPanel
+
+
+class StartScreen(Screen[None]):
+    """What the person sees (and types into) while the core is being built."""
+
+    AUTO_FOCUS = "#prompt"
+
+    DEFAULT_CSS = """
+    StartScreen {
+        layout: vertical;
+        & > #work { height: 1fr; }
+        &.-panel-right #task-panel { dock: right; width: 38%; max-width: 44; min-width: 24; height: 1fr; }
+        &.-panel-bottom #task-panel { dock: bottom; height: 12; width: 1fr; }
+        &.-panel-hidden #task-panel { display: none; }
+        #start-waiting { padding: 1 1 0 1; color: $text-muted; }
+        #prompt-box { margin: 0 1; }
+    }
+    """
+
+    PLACES: ClassVar[tuple[str, ...]] = ("right", "bottom", "hidden")
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.config = config
+        self.waiting: list[str] = []
+        """Prompts sent (enter) before the core was ready, oldest first."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="work"):
+            yield TaskPanel(id="task-panel")
+            yield Static("", id="start-waiting", markup=False)
+        yield PromptBox(id="prompt-box")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for place in self.PLACES:
+            self.set_class(place == self.config.task_panel, f"-panel-{place}")
+        if self.app.animation_level == "none":
+            self.query_one(PromptInput).cursor_blink = False
+        status = self.query_one(StatusLine)
+        status.mode = self.config.permission_mode
+        status.set_activity("starting…")
+
+    @on(PromptInput.Submitted)
+    def _prompt_sent(self, event: PromptInput.Submitted) -> None:
+        event.stop()
+        self.waiting.append(event.text)
+        lines = [Content.styled("› ", "bold") + Content(sanitize(text)) for text in self.waiting]
+        self.query_one("#start-waiting", Static).update(
+            Content("\n").join([*lines, Content("sent once todo-agent has started")])
+        )
+
+    @property
+    def draft(self) -> str:
+        """What is typed in the prompt and not sent yet."""
+        return self.query_one(PromptInput).text
