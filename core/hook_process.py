@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pipes import open_read_pipe
-from .tools.bash import CappedOutput
+from .pipes import CappedOutput, open_read_pipe
 
 _STDOUT_HEAD, _STDOUT_TAIL = 40_000, 10_000
 _STDERR_HEAD, _STDERR_TAIL = 8_000, 4_000

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .context import HIDDEN_ENV
 from .events import Event, HookResult, Notice
 from .hook_process import Finished, run_command
-from .tools.bash import HIDDEN_ENV_DEFAULT
 
 HookEvent = Literal[
     "SessionStart",
@@ -252,7 +252,7 @@ def hook_environment(
 ) -> dict[str, str]:
     """The environment hooks run with: ours, minus the API key variables, plus the project
     directory under Claude Code's name (scripts written for it use `$CLAUDE_PROJECT_DIR`)."""
-    drop = {*HIDDEN_ENV_DEFAULT, *secret_names}  # as for Bash: the key is not a command's business
+    drop = {*HIDDEN_ENV, *secret_names}  # as for Bash: the key is not a command's business
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
     env["CLAUDE_PROJECT_DIR"] = env["TODO_AGENT_PROJECT_DIR"] = str(workspace)
     return env

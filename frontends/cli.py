@@ -21,7 +21,6 @@ from typing import Any
 
 from todo_agent.core import __version__
 from todo_agent.core.permissions import MODES
-from todo_agent.core.session import SessionError
 from todo_agent.core.settings import Config, load_config
 
 NO_MODEL = (
@@ -115,18 +114,23 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
     config.demo = args.demo
     if args.prompt is not None:
         return run_print(config, args)
-    from todo_agent.core.model import ScriptError
     from todo_agent.tui.app import run_app
 
     try:
         return run_app(config, resume=args.resume, continue_latest=args.continue_latest, initial_prompt=initial_prompt)
-    except (SessionError, ScriptError) as exc:
-        return fail(str(exc))
+    except Exception as exc:  # the session and script errors are imported only when there is one
+        from todo_agent.core.model import ScriptError
+        from todo_agent.core.session_dir import SessionError
+
+        if isinstance(exc, SessionError | ScriptError):
+            return fail(str(exc))
+        raise
 
 
 def run_print(config: Config, args: argparse.Namespace) -> int:
     from todo_agent.core.model import ModelError, ScriptError
     from todo_agent.core.runtime import Runtime
+    from todo_agent.core.session_dir import SessionError
     from todo_agent.frontends.headless import run_headless
 
     if not config.has_model:

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from todo_agent.core.context import ToolContext
+from todo_agent.core.pipes import CappedOutput
 from todo_agent.core.tools import bash
 from todo_agent.core.tools.base import ToolError, ToolResult
-from todo_agent.core.tools.bash import BASH, TOOLS, CappedOutput
+from todo_agent.core.tools.bash import BASH, TOOLS
 
 
 @pytest.fixture

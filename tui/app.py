@@ -18,6 +18,7 @@ full-screen view. Settings errors are found before the app starts, as before.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -31,11 +32,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input, TextArea
 
 from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
-from todo_agent.core.session_dir import data_root
 from todo_agent.core.settings import Config
 
 from .approvals import ApprovalBroker, Resolve
-from .screens.approval import ApprovalScreen
 from .screens.starting import StartScreen
 from .startup import RuntimeStarter
 
@@ -44,6 +43,8 @@ if TYPE_CHECKING:
 
     from todo_agent.core.model import ChatModel
     from todo_agent.core.runtime import Runtime
+
+    from .screens.approval import ApprovalScreen
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second ctrl+c quits."""
@@ -156,6 +157,8 @@ class TodoAgentApp(App[int]):
                 return create(config, app.broker)
             from todo_agent.core.runtime import Runtime  # the agent core: after the first frame
 
+            from .screens import approval, main  # noqa: F401  (here, not on the event loop at the swap)
+
             return Runtime.create(
                 config, approver=app.broker.approve, resume=resume or None, continue_latest=continue_latest
             )
@@ -211,12 +214,12 @@ class TodoAgentApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         stack = self.screen_stack
-        screen = stack[-1] if stack else None
+        screen = _approval_screen(stack[-1]) if stack else None
         # Checked twice per key: as it arrives, and when it bubbles back from the focused
         # widget to the app's bindings, by which time the next modal may be on top.
         if (
             isinstance(event, events.Key)
-            and isinstance(screen, ApprovalScreen)
+            and screen is not None
             and not self._is_priority_key(event.key)  # quitting always works
         ):
             if screen.predates(event) or self._double_tap(event, screen):
@@ -242,6 +245,7 @@ class TodoAgentApp(App[int]):
         return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))
 
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
+        from .screens.approval import ApprovalScreen
         from .screens.main import MainScreen
 
         screen = ApprovalScreen(request, workspace=self.config.workspace, queued=queued)
@@ -312,8 +316,18 @@ class TodoAgentApp(App[int]):
         return bool(stack and stack[-1].get_selected_text())
 
 
+def _approval_screen(screen: object) -> ApprovalScreen | None:
+    """`screen` if it is an approval modal. Its module is loaded with the main screen,
+    after the first frame; until then no approval can be on screen (and the first key
+    typed must not wait for the import)."""
+    module = sys.modules.get("todo_agent.tui.screens.approval")
+    return screen if module is not None and isinstance(screen, module.ApprovalScreen) else None
+
+
 def screenshot_directory() -> Path:
     from platformdirs import user_downloads_path
+
+    from todo_agent.core.session_dir import data_root
 
     downloads = user_downloads_path()
     return downloads if downloads.is_dir() else data_root() / "screenshots"

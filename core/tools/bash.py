@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..context import HIDDEN_ENV, ToolContext
-from ..pipes import open_read_pipe
+from ..pipes import CappedOutput, open_read_pipe
 from .arguments import Arguments, Count, Hint, Text
 from .base import ToolError, ToolResult, declare, short
 
@@ -42,35 +42,6 @@ HIDDEN_ENV_DEFAULT = HIDDEN_ENV
 def child_env(hidden: frozenset[str] = HIDDEN_ENV_DEFAULT) -> dict[str, str]:
     """The environment a command runs with: ours, less the API key variables, plus overrides."""
     return {**{k: v for k, v in os.environ.items() if k not in hidden}, **_ENV_OVERRIDES}
-
-
-class CappedOutput:
-    """Keeps the first and last bytes of a stream of any length; counts what falls between."""
-
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
-        self._head_limit = head
-        self._tail_limit = tail
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.omitted = 0
-
-    def feed(self, chunk: bytes) -> None:
-        room = self._head_limit - len(self._head)
-        if room > 0:
-            self._head += chunk[:room]
-            chunk = chunk[room:]
-        self._tail += chunk
-        excess = len(self._tail) - self._tail_limit
-        if excess > 0:
-            del self._tail[:excess]
-            self.omitted += excess
-
-    def text(self) -> str:
-        if not self.omitted:
-            return bytes(self._head + self._tail).decode("utf-8", errors="replace")
-        head = self._head.decode("utf-8", errors="replace")
-        tail = self._tail.decode("utf-8", errors="replace")
-        return f"{head}\n… [{self.omitted} bytes omitted] …\n{tail}"
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -239,7 +210,7 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
     """
     shell = await _start(command, cwd, child_env() if env is None else env)
     proc = shell.proc
-    output = CappedOutput()
+    output = CappedOutput(HEAD_BYTES, TAIL_BYTES)
     reading = asyncio.ensure_future(_read_into(shell.output, output))
     try:
         try:
