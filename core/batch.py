@@ -30,7 +30,8 @@ from .events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from .history import CANCELLED
 from .lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from .model import ToolCall
-from .permissions import ApprovalAnswer, ApprovalRequest, Approver, PermissionPolicy
+from .permission_model import ApprovalAnswer, ApprovalRequest, Approver
+from .permissions import PermissionPolicy
 from .tools.base import Tool, ToolError, ToolResult, parse_arguments
 
 log = logging.getLogger(__name__)

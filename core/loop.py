@@ -53,7 +53,8 @@ from .model import (
     ScriptError,
     ToolCall,
 )
-from .permissions import Approver, PermissionPolicy
+from .permission_model import Approver
+from .permissions import PermissionPolicy
 from .session import Session
 from .tasks import TaskStore
 from .tokens import ContextBudget, TokenCounter

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from .command_forms import analyse
+from .permission_model import MODES, PermissionMode
 from .permission_rules import (
     PATH_TOOLS,
     READING,
@@ -50,9 +51,6 @@ from .permission_rules import (
     suggest_command_rule,
 )
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
-
 Verdict = Literal["allow", "ask", "deny"]
 SETTINGS_DIR = ".todo-agent"
 
@@ -62,31 +60,6 @@ class Decision:
     verdict: Verdict
     reason: str = ""
     outside_workspace: bool = False
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What the person is asked about."""
-
-    tool: str
-    arguments: dict[str, Any]
-    summary: str
-    preview: str
-    """Unified diff for Edit/Write, the command for Bash, else empty."""
-    preview_kind: Literal["diff", "command", "text"]
-    outside_workspace: bool
-    suggested_rule: str
-    """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
-    reason: str
-
-
-@dataclass(frozen=True)
-class ApprovalAnswer:
-    decision: Literal["yes", "always", "no", "feedback"]
-    feedback: str = ""
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
 
 
 @dataclass

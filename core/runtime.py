@@ -29,7 +29,8 @@ from .instructions import build_system_context, describe_loaded
 from .lifecycle import Lifecycle
 from .loop import Agent, AgentOptions
 from .model import ChatModel, Message, ScriptedModel, StreamItem
-from .permissions import Approver, PermissionMode, PermissionPolicy
+from .permission_model import Approver, PermissionMode
+from .permissions import PermissionPolicy
 from .reminders import task_reminder_provider, unfinished_stop_check
 from .server_info import ServerInfo, probe
 from .session import Session, SessionInfo, TranscriptItem, find_session, latest_session, list_sessions

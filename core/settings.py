@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from .hooks import HOOK_EVENTS, HookSpec, specs_from_table
-from .permission_rules import Rule
-from .permissions import MODES, PermissionMode
+from .permission_model import MODES, PermissionMode
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -105,6 +104,8 @@ def _check_permissions(permissions: dict[str, Any]) -> str | None:
             return f"[permissions] unknown key '{list_name}' (known: allow, deny)"
         if not _is_str_list(rules):
             return f"[permissions] {list_name} must be a list of strings"
+        from .permission_rules import Rule  # the shell reader: only when there are rules
+
         for rule in rules:
             try:
                 Rule.parse(rule)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from todo_agent.core import __version__
-from todo_agent.core.permissions import MODES
+from todo_agent.core.permission_model import MODES
 from todo_agent.core.settings import Config, load_config
 
 NO_MODEL = (

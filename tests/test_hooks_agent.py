@@ -16,7 +16,7 @@ from todo_agent.core.events import Event, HookResult, Notice, ToolFinished, Turn
 from todo_agent.core.hook_trust import trust_path
 from todo_agent.core.hooks import HookEvent, HookSpec
 from todo_agent.core.model import ScriptedModel, ScriptStep
-from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config, load_config, user_settings_path
 from todo_agent.core.shell_hooks import MAX_STOP_CONTINUATIONS

@@ -30,7 +30,8 @@ from todo_agent.core.history import assistant_message, unanswered_tool_calls
 from todo_agent.core.lifecycle import Lifecycle, TurnState
 from todo_agent.core.loop import Agent, AgentOptions
 from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem, ToolCall
-from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest, PermissionPolicy
+from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions import PermissionPolicy
 from todo_agent.core.tasks import Task
 from todo_agent.core.tools.base import Tool, ToolError, object_schema
 

@@ -22,7 +22,7 @@ from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settl
 from todo_agent.core import batch
 from todo_agent.core.events import Notice
 from todo_agent.core.model import ScriptedModel
-from todo_agent.core.permissions import ApprovalRequest
+from todo_agent.core.permission_model import ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session import SessionInfo
 from todo_agent.core.settings import Config

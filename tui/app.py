@@ -31,7 +31,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, TextArea
 
-from todo_agent.core.permissions import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.settings import Config
 
 from .approvals import ApprovalBroker, Resolve

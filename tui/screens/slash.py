@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from todo_agent.core.permissions import MODES
+from todo_agent.core.permission_model import MODES
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.task_history import render as render_history
 from todo_agent.core.tasks import render_tasks

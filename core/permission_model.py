@@ -1,0 +1,39 @@
+"""The permission modes and what the person is asked and answers: plain data.
+
+Apart from `permissions.py` (the gate, with its shell reading) so that the settings, the
+command line and the TUI's first frame can name them without loading the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the person is asked about."""
+
+    tool: str
+    arguments: dict[str, Any]
+    summary: str
+    preview: str
+    """Unified diff for Edit/Write, the command for Bash, else empty."""
+    preview_kind: Literal["diff", "command", "text"]
+    outside_workspace: bool
+    suggested_rule: str
+    """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    decision: Literal["yes", "always", "no", "feedback"]
+    feedback: str = ""
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
