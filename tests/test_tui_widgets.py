@@ -15,8 +15,8 @@ from tui_helpers import screen_text, wait_until
 from todo_agent.core.tasks import Task
 from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from todo_agent.tui.widgets.spinner import Spinner
-from todo_agent.tui.widgets.status import StatusLine, context_label
-from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel, format_seconds, meta_line
+from todo_agent.tui.widgets.status import StatusLine, context_label, format_seconds
+from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel, meta_line
 
 
 class Host(App[None]):

@@ -10,8 +10,6 @@ order, once the core is ready. Slash commands wait too: they need the core.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -24,7 +22,6 @@ from todo_agent.core.settings import Config
 from ..sanitize import sanitize
 from ..widgets.prompt import PromptBox, PromptInput
 from ..widgets.status import StatusLine
-from ..widgets.task_panel import TaskPanel
 
 
 class StartScreen(Screen[None]):
@@ -39,30 +36,36 @@ class StartScreen(Screen[None]):
         &.-panel-right #task-panel { dock: right; width: 38%; max-width: 44; min-width: 24; height: 1fr; }
         &.-panel-bottom #task-panel { dock: bottom; height: 12; width: 1fr; }
         &.-panel-hidden #task-panel { display: none; }
+        #task-panel {
+            border: round $surface-lighten-2;
+            border-title-color: $text-accent;
+            padding: 0 1;
+            color: $text-muted;
+            text-style: italic;
+        }
         #start-waiting { padding: 1 1 0 1; color: $text-muted; }
         #prompt-box { margin: 0 1; }
     }
     """
 
-    PLACES: ClassVar[tuple[str, ...]] = ("right", "bottom", "hidden")
-
     def __init__(self, config: Config) -> None:
-        super().__init__()
+        # The panel's place as a class from the start: set on mount, it would restyle the screen.
+        super().__init__(classes=f"-panel-{config.task_panel}")
         self.config = config
         self.waiting: list[str] = []
         """Prompts sent (enter) before the core was ready, oldest first."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="work"):
-            yield TaskPanel(id="task-panel")
+            panel = Static("\nNo tasks yet", id="task-panel", markup=False)  # as the empty TaskPanel
+            panel.border_title = "Tasks"
+            yield panel
             yield Static("", id="start-waiting", markup=False)
         yield PromptBox(id="prompt-box")
         yield StatusLine(id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        for place in self.PLACES:
-            self.set_class(place == self.config.task_panel, f"-panel-{place}")
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
         status = self.query_one(StatusLine)

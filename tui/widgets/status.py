@@ -19,7 +19,6 @@ from textual.widgets import Static
 
 from ..sanitize import sanitize
 from .spinner import Spinner
-from .task_panel import format_seconds
 
 MODE_LABELS = {
     "default": "default",
@@ -29,6 +28,18 @@ MODE_LABELS = {
 }
 """What the UI calls each permission mode: the names `--permission-mode`, `/mode` and the
 README use, so what the status line shows is what a person types."""
+
+
+def format_seconds(value: float) -> str:
+    """`45s`, `1m15s`, `1h01m`: a turn's clock, a task's time in progress."""
+    seconds = round(value)
+    if value < 1:
+        return "<1s"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
 
 
 def format_tokens(count: int) -> str:

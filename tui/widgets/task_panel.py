@@ -27,19 +27,9 @@ from todo_agent.core.task_model import Task, time_in_progress
 
 from ..sanitize import sanitize
 from .spinner import Spinner
+from .status import format_seconds
 
 MARKERS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
-
-
-def format_seconds(value: float) -> str:
-    seconds = round(value)
-    if value < 1:
-        return "<1s"
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
 
 
 def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
