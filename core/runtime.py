@@ -13,6 +13,7 @@ context window, when no `context_window` is set, and its model, when none was ch
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +126,7 @@ class Runtime:
         self.server: ServerInfo | None = None
         self.server_notices: list[Notice] = []
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
+        self._warming = threading.Lock()
         self.permissions = PermissionPolicy.from_strings(
             config.workspace, config.permission_mode, config.allow, config.deny
         )
@@ -336,11 +338,14 @@ class Runtime:
 
     def warm_up(self) -> None:
         """Ask the server about itself (once), then build the model client. Blocking: the
-        TUI runs it in a thread after the first frame, headless mode before the turn."""
-        if self.server is None and self.config.base_url and not self.config.scripted:
-            self.server = probe(self.config.base_url, self.config.api_key)
-            self.server_notices = self._apply_server_info(self.server)
-        self.model.get()
+        TUI runs it in a thread after the first frame, headless mode before the turn.
+        Two threads may call it at once (the TUI's start-up thread, then the main
+        screen's): the second waits for the first and finds the work done."""
+        with self._warming:
+            if self.server is None and self.config.base_url and not self.config.scripted:
+                self.server = probe(self.config.base_url, self.config.api_key)
+                self.server_notices = self._apply_server_info(self.server)
+            self.model.get()
 
     def _apply_server_info(self, info: ServerInfo) -> list[Notice]:
         notices: list[Notice] = []

@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 class RuntimeStarter:
     """Runs `create` once in a thread of its own; its result or error is kept here.
 
-    `done` is called on the event loop that called `start`, if that loop still runs.
+    `done` is called on the event loop that called `start`, if that loop still runs; then
+    the thread goes on to warm the runtime up (`Runtime.warm_up`: the server asked, the
+    model client built), so that a prompt sent at launch does not wait for the main
+    screen to start that; the main screen's own warm-up waits for this one and reports
+    its error, if any.
     The thread is joined by whoever owns the app (`run_app`), so a person who quits
     before the core is ready leaves no thread behind and the runtime is still closed.
     """
@@ -41,6 +45,9 @@ class RuntimeStarter:
                 self.error = exc
             with contextlib.suppress(RuntimeError):  # the app has already quit
                 loop.call_soon_threadsafe(done)
+            if self.runtime is not None and not loop.is_closed():
+                with contextlib.suppress(Exception):  # said by the main screen's warm-up
+                    self.runtime.warm_up()
 
         self._thread = threading.Thread(target=build, name="todo-agent-start", daemon=True)
         self._thread.start()
