@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from history import build_session
+
 from todo_agent.core.model import ScriptedModel
-from todo_agent.core.session import Session
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 
@@ -36,21 +37,10 @@ def parse(text):
 """
 
 
-def build_session(workspace: Path, exchanges: int) -> None:
-    session = Session.create(workspace)
-    for n in range(exchanges):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "m.py"}'}}
-        session.append({"role": "user", "content": f"Look at module {n} and tell me what is wrong"})
-        session.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        session.append({"role": "tool", "tool_call_id": f"c{n}", "content": "     1\tdef parse(text):\n" * 30})
-        session.append({"role": "assistant", "content": ANSWER.format(n=n)})
-    session.close()
-
-
 async def measure(exchanges: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
-        build_session(workspace, exchanges)
+        build_session(workspace, exchanges, ANSWER)
         config = Config(workspace=workspace, model="script:bench")
         started = time.perf_counter()
         app = TodoAgentApp.for_config(config, continue_latest=True, model=ScriptedModel([]), animations=False)

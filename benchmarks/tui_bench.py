@@ -118,17 +118,9 @@ class Server:
 
 
 def build_history(workspace: Path, home: Path) -> None:
-    from todo_agent.core.session import Session
+    from history import build_session
 
-    answer = (HERE / "history_answer.md").read_text(encoding="utf-8")
-    session = Session.create(workspace, root=home)
-    for n in range(HISTORY_EXCHANGES):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "m.py"}'}}
-        session.append({"role": "user", "content": f"Look at module {n} and tell me what is wrong"})
-        session.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        session.append({"role": "tool", "tool_call_id": f"c{n}", "content": "     1\tdef parse(text):\n" * 30})
-        session.append({"role": "assistant", "content": answer.format(n=n)})
-    session.close()
+    build_session(workspace, HISTORY_EXCHANGES, (HERE / "history_answer.md").read_text(encoding="utf-8"), root=home)
 
 
 @dataclass
