@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from todo_agent.core.hooks import HookRunner, HookSpec, hook_environment
+from todo_agent.core.hook_spec import HookSpec
+from todo_agent.core.hooks import HookRunner, hook_environment
 
 
 async def measure(count: int, rounds: int) -> list[float]:

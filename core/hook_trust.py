@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .hooks import HookSpec
+from .hook_spec import HookSpec
 from .session import data_root
 from .task_persistence import PersistenceError, update_atomic
 

@@ -32,77 +32,25 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from .context import HIDDEN_ENV
 from .events import Event, HookResult, Notice
 from .hook_process import Finished, run_command
+from .hook_spec import HookEvent, HookSpec
 
-HookEvent = Literal[
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Stop",
-    "TaskCreated",
-    "TaskCompleted",
-    "PreCompact",
-]
-HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
-TASK_EVENTS = ("TaskCreated", "TaskCompleted")
-UNMATCHED_EVENTS = ("UserPromptSubmit", "Stop")
-"""Events whose matcher is ignored, as in Claude Code."""
 PLAIN_STDOUT_IS_CONTEXT = ("SessionStart", "UserPromptSubmit")
 CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
 """Events whose `additionalContext` reaches the model."""
 UNBLOCKABLE = ("SessionStart",)
 
-DEFAULT_TIMEOUT = 60.0
 BLOCK_EXIT = 2
-Source = Literal["user", "project"]
 
 MAX_CONTEXT_CHARS = 10_000
 """Per hook: context beyond this is cut (a hook printing a whole log must not flood the model)."""
-_PLAIN_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
-
-
-@dataclass(frozen=True)
-class HookSpec:
-    """One configured hook."""
-
-    event: HookEvent
-    command: str
-    matcher: str = ""
-    timeout: float = DEFAULT_TIMEOUT
-    source: Source = "user"
-    """Which settings file it came from: project hooks need the person's trust."""
-
-    def matches(self, target: str | None) -> bool:
-        pattern = self.matcher
-        if self.event in UNMATCHED_EVENTS or not pattern or pattern == "*" or target is None:
-            return True
-        if self.event not in TASK_EVENTS and _PLAIN_MATCHER.fullmatch(pattern):
-            return target in pattern.split("|")
-        try:
-            return re.search(pattern, target) is not None
-        except re.error:  # settings validation refuses these; a spec built in code may not
-            return False
-
-
-def specs_from_table(table: Mapping[str, Any], source: Source) -> list[HookSpec]:
-    """The `[hooks]` table of one (validated) settings file, as specs."""
-    specs = []
-    for event, entries in table.items():
-        if event not in HOOK_EVENTS:
-            continue
-        for entry in entries:
-            timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-            specs.append(HookSpec(event, entry["command"], entry.get("matcher", ""), float(timeout), source))
-    return specs
 
 
 # --- running one command (core/hook_process.py) ----------------------------------------

@@ -24,8 +24,9 @@ from .change_recorder import change_observers
 from .changes import ChangeLog
 from .context import HIDDEN_ENV
 from .events import Event, Notice
+from .hook_spec import HookSpec
 from .hook_trust import is_trusted, trust
-from .hooks import HookRunner, HookSpec, hook_environment
+from .hooks import HookRunner, hook_environment
 from .instructions import build_system_context, describe_loaded
 from .lifecycle import Lifecycle
 from .loop import Agent, AgentOptions

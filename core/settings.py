@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from .hooks import HOOK_EVENTS, HookSpec, specs_from_table
+from .hook_spec import HOOK_EVENTS, HookSpec, specs_from_table
 from .permission_model import MODES, PermissionMode
 
 DEFAULT_MODEL = "gpt-4o-mini"

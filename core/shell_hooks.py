@@ -23,7 +23,8 @@ import asyncio
 from typing import Literal
 
 from .events import Event, Notice
-from .hooks import HookEvent, HookOutcome, HookRunner
+from .hook_spec import HookEvent
+from .hooks import HookOutcome, HookRunner
 from .lifecycle import CompactInfo, Lifecycle, StopState, TaskChange, ToolOutput, ToolUse, Verdict
 from .reminders import wrap
 

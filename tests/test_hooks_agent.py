@@ -13,8 +13,8 @@ import pytest
 from test_hooks import RECORD_GROUP, group_members, read_pid, wait_for
 
 from todo_agent.core.events import Event, HookResult, Notice, ToolFinished, TurnEnd
+from todo_agent.core.hook_spec import HookEvent, HookSpec
 from todo_agent.core.hook_trust import trust_path
-from todo_agent.core.hooks import HookEvent, HookSpec
 from todo_agent.core.model import ScriptedModel, ScriptStep
 from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
