@@ -7,10 +7,18 @@ the runtime is ready.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import struct
 import subprocess
 import sys
+import termios
 import threading
+import time
 from pathlib import Path
 
 from textual.widgets import Static
@@ -113,6 +121,61 @@ def test_the_first_frame_is_drawn_before_the_agent_core_is_imported(tmp_path: Pa
 
 
 def _env() -> dict[str, str]:
-    import os
-
     return dict(os.environ)
+
+
+def test_on_a_terminal_the_first_frame_written_shows_the_prompt(tmp_path: Path) -> None:
+    """What reaches a real terminal, not what Textual computed: a first frame drawn inside
+    Textual's start-up batch is computed and never written, and the prompt then appeared
+    only with the main screen, half a second later."""
+    script = tmp_path / "s.json"
+    script.write_text('{"steps": []}', encoding="utf-8")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    env = _env() | {"TODO_AGENT_HOME": str(tmp_path / "home"), "TERM": "xterm-256color"}
+    command = [sys.executable, "-m", "todo_agent.frontends.cli", "--model", f"script:{script}"]
+    output = _terminal_output_until(command, workspace, env, b"ready")
+    text = re.sub(r"\x1b\[[0-9;?$]*[A-Za-z]|\x1b\][^\x07]*\x07", "", output.decode("utf-8", "replace"))
+    # A frame is written top to bottom: the prompt (above the status line) comes before
+    # the status line's first "starting…" only when both are in the first frame.
+    first_frame = text[: text.index("starting…")]
+    assert "Ask todo-agent…" in first_frame, first_frame
+    assert "ready" not in first_frame  # the start screen's own status line, from the first frame
+
+
+def _terminal_output_until(command: list[str], cwd: Path, env: dict[str, str], mark: bytes) -> bytes:
+    """Run `command` on a 120×40 pseudo-terminal; its output up to `mark`, then ctrl+q."""
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdin=secondary, stdout=secondary, stderr=secondary, start_new_session=True
+    )
+    os.close(secondary)
+    output = b""
+    deadline = time.monotonic() + 60
+    try:
+        while mark not in output and time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 1)
+            if ready:
+                try:
+                    output += os.read(primary, 65536)
+                except OSError:  # the app ended: its terminal is gone
+                    break
+        assert mark in output, output[-2000:]
+        os.write(primary, b"\x11")  # ctrl+q
+        while True:  # drain, or the app blocks writing its last frame
+            ready, _, _ = select.select([primary], [], [], 1)
+            if process.poll() is not None:
+                break
+            if ready:
+                try:
+                    os.read(primary, 65536)
+                except OSError:
+                    break
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(primary)
+    return output

@@ -29,6 +29,7 @@ from textual import events
 from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 from textual.widgets import Input, TextArea
 
 from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
@@ -166,11 +167,21 @@ class TodoAgentApp(App[int]):
         app.starter = RuntimeStarter(build)
         return app
 
+    def get_default_screen(self) -> Screen[None]:
+        """`StartScreen` as the base of the stack when the runtime is built after the first frame.
+
+        Pushed from `on_mount` instead, it would be drawn inside Textual's start-up batch,
+        where the frame is computed but never written: the first frame seen would lack
+        the prompt until the next full repaint (~30 ms later).
+        """
+        if self.runtime is None and self.starter is not None:
+            return StartScreen(self.config)
+        return super().get_default_screen()
+
     def on_mount(self) -> None:
         if self.runtime is not None:
             self._show_main(self.runtime)
         elif self.starter is not None:
-            self.push_screen(StartScreen(self.config))
             # `call_later`: the result is taken in the app's own context, as a message
             self.call_after_refresh(self.starter.start, partial(self.call_later, self._runtime_built))
         else:
@@ -204,10 +215,9 @@ class TodoAgentApp(App[int]):
             waiting=start.waiting if start else (),
             draft=start.draft if start else "",
         )
-        if start is None:
-            self.push_screen(main)
-        else:
-            self.switch_screen(main)
+        self.push_screen(main)
+        if start is not None:  # the base of the stack (Textual cannot switch that one away): emptied
+            start.remove_children()
 
     def on_unmount(self) -> None:
         self.broker.attach(None)

@@ -62,15 +62,12 @@ class StartScreen(Screen[None]):
             yield panel
             yield Static("", id="start-waiting", markup=False)
         yield PromptBox(id="prompt-box")
-        yield StatusLine(id="status")
+        yield StatusLine(id="status", activity="starting…", mode=self.config.permission_mode)
         yield Footer()
 
     def on_mount(self) -> None:
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
-        status = self.query_one(StatusLine)
-        status.mode = self.config.permission_mode
-        status.set_activity("starting…")
 
     @on(PromptInput.Submitted)
     def _prompt_sent(self, event: PromptInput.Submitted) -> None:

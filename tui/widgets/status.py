@@ -95,21 +95,28 @@ class StatusLine(Horizontal):
     clock = staticmethod(time.monotonic)
     """Where the turn's and the approval's elapsed time come from (tests set their own)."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, activity: str = "ready", mode: str | None = None) -> None:
+        """`activity` and `mode`: what the first frame shows, before the line is sized."""
         super().__init__(id=id)
+        self._first_mode = mode or "default"
+        if mode is not None:
+            self.set_reactive(StatusLine.mode, mode)
         self._started = 0.0
         self._timer: Timer | None = None
-        self._activity = "ready"
+        self._activity = activity
         self._waiting: str | None = None
         self._waiting_since = 0.0
         self._model_name = ""
         self._context_text = ""
 
     def compose(self) -> ComposeResult:
+        # The fullest idle wording until `_fit` knows the width: the first frame is drawn
+        # before that. (Not `_wordings()`: reading a reactive here would run its watchers.)
+        mode = self._first_mode
         yield Spinner(spinning=False)
         yield Static(self._activity, id="status-activity", markup=False)
         yield Static("", id="status-model", markup=False)
-        yield Static("", id="status-mode", markup=False)
+        yield Static(f"{MODE_LABELS.get(mode, mode)} (shift+tab)", id="status-mode", classes=f"-{mode}", markup=False)
         yield Static("", id="status-context", markup=False)
 
     def set_model(self, name: str) -> None:
