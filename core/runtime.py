@@ -79,6 +79,11 @@ class LazyModel:
             return "script:" + Path(spec.removeprefix("script:")).name
         return spec
 
+    def load_client(self) -> None:
+        """Import the client's code (the CPU-heavy part of `get`) without building it yet."""
+        if not self.config.model.startswith("script:"):
+            from . import openai_model  # noqa: F401
+
     def get(self) -> ChatModel:
         if self._model is None:
             self._model = create_model(
@@ -344,7 +349,19 @@ class Runtime:
         screen's): the second waits for the first and finds the work done."""
         with self._warming:
             if self.server is None and self.config.base_url and not self.config.scripted:
-                self.server = probe(self.config.base_url, self.config.api_key)
+                # The server answers while this thread imports the client (~0.3 s of CPU);
+                # the client is built after, as the answer may choose the model.
+                answers: list[ServerInfo] = []
+                config = self.config
+                asking = threading.Thread(
+                    target=lambda: answers.append(probe(config.base_url or "", config.api_key)),
+                    name="todo-agent-probe",
+                    daemon=True,
+                )
+                asking.start()
+                self.model.load_client()
+                asking.join()
+                self.server = answers[0] if answers else ServerInfo()
                 self.server_notices = self._apply_server_info(self.server)
             self.model.get()
 

@@ -17,6 +17,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,12 @@ class ServerInfo:
 def probe(base_url: str, api_key: str | None, timeout: float = TIMEOUT) -> ServerInfo:
     """Ask the server at `base_url` (e.g. `http://127.0.0.1:8080/v1`) about itself."""
     base = base_url.rstrip("/")
-    models = _get_json(f"{base}/models", api_key, timeout)
     root = base.removesuffix("/v1")
-    props = _get_json(f"{root}/props", api_key, timeout)
+    # Both at once: against a remote server each is a connection and a TLS handshake.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="todo-agent-probe") as pool:
+        asked = pool.submit(_get_json, f"{base}/models", api_key, timeout)
+        props = _get_json(f"{root}/props", api_key, timeout)
+        models = asked.result()
     ids: list[str] = []
     windows: list[tuple[str, int]] = []
     for entry in _list(models.get("data")):
