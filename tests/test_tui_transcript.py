@@ -75,8 +75,17 @@ def test_argument_summaries() -> None:
 def test_output_summary() -> None:
     assert output_summary("ok", "ok") == "ok"
     assert output_summary("\nfirst\nsecond\nthird", "ok") == "first  …(+2 lines)"
+    assert output_summary("first\nsecond", "ok") == "first  …(+1 line)"
     assert output_summary("", "ok") == "(no output)"
     assert output_summary("", "denied") == "denied"
+
+
+def test_a_narrow_summary_cuts_the_first_line_and_keeps_the_count() -> None:
+    output = "The file posts.py has been updated (1 replacement). Snippet:\n" + "line\n" * 12
+    summary = output_summary(output, "ok", limit=40)
+    assert len(summary) <= 40
+    assert summary.startswith("The file posts.py")
+    assert summary.endswith("…(+12 lines)")
 
 
 def test_slash_command_completion_and_parsing() -> None:
@@ -124,3 +133,13 @@ def test_old_sessions_read_the_cores_wording() -> None:
     assert guess_status("     1\tError: disk quota exceeded") == "ok"
     assert guess_status("rejected patches: 0") == "ok"
     assert guess_status("(no output)") == "ok"
+
+
+def test_a_tool_line_fits_its_width_with_the_count_and_the_time() -> None:
+    from todo_agent.tui.widgets.blocks import tool_line
+
+    output = "The file posts.py has been updated (1 replacement). Snippet:\n" + "line\n" * 12
+    entry = ToolEntry(call_id="c1", name="Edit", summary="posts.py", status="ok", output=output, elapsed=2.5)
+    under = tool_line(entry, waiting=False, width=60).plain.split("\n")[1]
+    assert len(under) <= 60
+    assert under.endswith("…(+12 lines) · 2.5s")

@@ -200,9 +200,10 @@ def output_summary(output: str, status: ToolStatus, limit: int = 100) -> str:
         return "cancelled"
     if not lines:
         return "(no output)"
-    first = short(lines[0], limit)
     more = len(lines) - 1
-    return f"{first}  …(+{more} lines)" if more else first
+    suffix = f"  …(+{more} line{'s' if more > 1 else ''})" if more else ""
+    # The count outlives a narrow pane: the first line gives way to it.
+    return short(lines[0], max(limit - len(suffix), 12)) + suffix
 
 
 def compacted_here(mark: CompactionMark) -> str:

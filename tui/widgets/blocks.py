@@ -59,8 +59,8 @@ def user_lines(entry: UserEntry, width: int, painter: Painter) -> list[Strip]:
     ]
 
 
-def tool_line(entry: ToolEntry, waiting: bool) -> Content:
-    """`⏺ Name(args)` and, under it, what became of the call."""
+def tool_line(entry: ToolEntry, waiting: bool, width: int = 120) -> Content:
+    """`⏺ Name(args)` and, under it, what became of the call, fitted to `width` cells."""
     colour = {"ok": "$text-success", "running": "$accent"}.get(entry.status, "$text-error")
     head = Content.assemble(("⏺ ", colour), (sanitize(entry.name), "bold"), f"({sanitize(entry.summary)})")
     if entry.status == "running":
@@ -68,8 +68,8 @@ def tool_line(entry: ToolEntry, waiting: bool) -> Content:
         return Content.assemble(head, "\n", (f"  ⎿  {state}", "$text-muted"))
     if entry.status == "ok" and entry.name in TASK_TOOLS:
         return Content.assemble(head, (" ✔", colour))
-    summary = output_summary(sanitize(entry.output), entry.status)
     elapsed = f" · {entry.elapsed:.1f}s" if entry.elapsed >= 1 else ""  # sub-second timings are noise
+    summary = output_summary(sanitize(entry.output), entry.status, limit=min(100, width - 7 - len(elapsed)))
     return Content.assemble(
         head,
         "\n",
@@ -84,7 +84,7 @@ def tool_lines(entry: ToolEntry, *, waiting: bool, expanded: bool, width: int, p
     base = painter.style()
     lines = [
         painter.content(line.truncate(width, ellipsis=True), width, base)[0]
-        for line in tool_line(entry, waiting).split("\n")
+        for line in tool_line(entry, waiting, width).split("\n")
     ]
     if expanded:
         lines.extend(output_box(entry.output, width, painter))
