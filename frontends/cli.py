@@ -11,9 +11,10 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from todo_agent.core import __version__
 from todo_agent.core.permission_model import MODES
 from todo_agent.core.settings import Config, load_config
+from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 NO_MODEL = (
     "no model configured: set OPENAI_API_KEY (OpenAI), or pass --base-url for a local server "
@@ -156,12 +158,38 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
     if "\ufffd" in prompt and "\ufffd" not in raw.decode("utf-8", "ignore"):
         print("todo-agent: the prompt is not valid UTF-8; its undecodable bytes became U+FFFD", file=sys.stderr)
     try:
-        return asyncio.run(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr))
+        return asyncio.run(_until_stopped(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr)))
     except SessionError as exc:  # the transcript cannot be written (a full or read-only disk)
         print(f"todo-agent: {exc}", file=sys.stderr)
         return 1
     finally:
         runtime.close()
+
+
+async def _until_stopped(run: Coroutine[Any, Any, int]) -> int:
+    """`run`, cancelled by SIGHUP or SIGTERM as ctrl+c cancels it: the turn stops, a
+    running command is killed, the history is saved; the exit status names the signal."""
+    task = asyncio.current_task()
+    assert task is not None
+    stopped: list[signal.Signals] = []
+
+    def stop(sig: signal.Signals) -> None:
+        stopped.append(sig)
+        task.cancel()
+
+    release = on_stop_signals(asyncio.get_running_loop(), stop)
+    try:
+        code = await run
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+        code = 0
+    finally:
+        release()
+    if stopped:
+        print(f"todo-agent: stopped by {stopped[0].name}", file=sys.stderr)
+        return exit_status(stopped[0])
+    return code
 
 
 def fail(message: str) -> int:

@@ -15,7 +15,8 @@ Exit status (`reason`): 0 done; 1 error (or a rejected call, or a prompt a
 `UserPromptSubmit` hook blocked: `blocked`); 3 `max_turns` (stopped after `--max-turns`
 model requests); 4 `length` (the answer was cut at the output limit); 5 `loop` (the
 repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdout went
-away. (2 is a usage or configuration error, from `frontends/cli.py`.)
+away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
+the run, from `frontends/cli.py`.)
 
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);

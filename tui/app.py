@@ -18,6 +18,7 @@ full-screen view. Settings errors are found before the app starts, as before.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from textual.widgets import Input, TextArea
 
 from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.settings import Config
+from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 from .approvals import ApprovalBroker, Resolve
 from .screens.starting import StartScreen
@@ -104,6 +106,7 @@ class TodoAgentApp(App[int]):
         self._last_ctrl_c = -QUIT_WINDOW
         self._approval_key: tuple[ApprovalScreen, str, float] | None = None
         """The last key an approval modal got: the modal, the key, when it was typed."""
+        self._release_signals: Callable[[], None] = lambda: None
         if not animations:
             self.animation_level = "none"
 
@@ -179,6 +182,10 @@ class TodoAgentApp(App[int]):
         return super().get_default_screen()
 
     def on_mount(self) -> None:
+        # The terminal closed, or `kill`: quit as on ctrl+q, which stops a running command.
+        self._release_signals = on_stop_signals(
+            asyncio.get_running_loop(), lambda sig: self.exit(return_code=exit_status(sig))
+        )
         if self.runtime is not None:
             self._show_main(self.runtime)
         elif self.starter is not None:
@@ -221,6 +228,7 @@ class TodoAgentApp(App[int]):
 
     def on_unmount(self) -> None:
         self.broker.attach(None)
+        self._release_signals()
 
     async def on_event(self, event: events.Event) -> None:
         stack = self.screen_stack

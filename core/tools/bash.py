@@ -111,18 +111,21 @@ async def _kill_group(proc: Process) -> list[str]:
     """SIGTERM the command's whole process group, then SIGKILL whatever is left, and also
     the processes it started that left the group (`setsid`, daemons), found through
     /proc before the group went. Returns those, as `pid (name)`."""
-    family = await asyncio.to_thread(_descendants, proc.pid)
-    _signal_group(proc.pid, signal.SIGTERM)
+    family: dict[int, str] = {}
+    escaped: list[int] = []
     try:
+        family = await asyncio.to_thread(_descendants, proc.pid)
+        _signal_group(proc.pid, signal.SIGTERM)
         await _wait(proc, _KILL_GRACE)
     finally:
-        # Also runs when a second interrupt cuts the grace short: nothing may survive.
+        # Also when a second cancellation cuts the look or the grace short (quitting the
+        # app cancels the turn, then asyncio's shutdown cancels it again): nothing survives.
         _signal_group(proc.pid, signal.SIGKILL)
+        escaped = [pid for pid in family if _still_running(pid, proc.pid)]
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
     await _wait(proc, _KILL_GRACE)
-    escaped = [pid for pid in family if _still_running(pid, proc.pid)]
-    for pid in escaped:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
     return [f"{pid} ({family[pid]})" for pid in escaped]
 
 
