@@ -8,9 +8,10 @@ the runtime happen. `on_stop_signals` asks the front end to stop instead: the TU
 as on ctrl+q, headless interrupts the turn as on ctrl+c; both then kill what is running
 and save the history.
 
-A signal the parent set to be ignored (`nohup todo-agent -p …`) stays ignored. The first
-signal removes the handlers, so a second one ends the process at once (an escape hatch
-when a clean stop hangs).
+A signal the parent set to be ignored (`nohup todo-agent -p …`) stays ignored. After the
+first signal, a SIGTERM ends the process at once (an escape hatch when a clean stop
+hangs); further hang-ups are ignored, since one closed terminal sends several (the
+kernel to the foreground group, the terminal emulator or tmux to the process).
 """
 
 from __future__ import annotations
@@ -23,18 +24,24 @@ STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM) if hasattr(signal, "SIGHUP") else
 
 
 def on_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[signal.Signals], None]) -> Callable[[], None]:
-    """Call `stop(sig)` on `loop` at the first SIGHUP or SIGTERM, then let the next one kill.
+    """Call `stop(sig)` on `loop` at the first SIGHUP or SIGTERM; then a SIGTERM kills.
 
-    Returns the function that gives the signals back to their default (called by the
-    first signal too)."""
+    Returns the function that gives the signals back to their default."""
     caught: list[signal.Signals] = []
+    stopping = False
 
     def release() -> None:
         while caught:
             loop.remove_signal_handler(caught.pop())
 
     def handle(sig: signal.Signals) -> None:
-        release()
+        nonlocal stopping
+        if stopping:  # only a hang-up is still handled: the same closed terminal again
+            return
+        stopping = True
+        if signal.SIGTERM in caught:
+            caught.remove(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGTERM)  # back to the default: a second one is fatal
         stop(sig)
 
     for sig in STOP_SIGNALS:

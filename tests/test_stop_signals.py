@@ -7,6 +7,7 @@ spot, which left that command (its own process group) running with no one to sto
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -47,7 +48,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _sleeper(workspace: Path, process: subprocess.Popen[bytes], drain: int | None = None) -> int:
+def _sleeper(workspace: Path, process: subprocess.Popen[bytes] | _OnTerminal, drain: int | None = None) -> int:
     """The pid of the running command, once it runs (reading the terminal meanwhile)."""
     pid_file = workspace / "sleeper.pid"
     deadline = time.monotonic() + 60
@@ -95,51 +96,86 @@ def test_sigterm_in_headless_mode_stops_the_running_command(workspace: Path, tmp
         _kill_leftover(workspace)
 
 
-@pytest.mark.parametrize(("how", "status"), [("hang-up", 129), ("ctrl+q", 0)])
-def test_leaving_the_tui_stops_the_running_command(workspace: Path, tmp_path: Path, how: str, status: int) -> None:
-    """A hang-up (the terminal window closed), or quitting: both used to leave the command
-    running, because the app's shutdown cancels the turn twice and the second cancel cut
-    the kill short."""
-    primary, secondary = pty.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ) | {"TERM": "xterm-256color"}
-    process = subprocess.Popen(
-        _command(_script(tmp_path)),
-        cwd=workspace,
-        env=env,
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        start_new_session=True,
-    )
-    os.close(secondary)
-    try:
+class _OnTerminal:
+    """`command` as the only process of a new 120×40 terminal that is its controlling
+    terminal, as in a terminal window: closing the terminal hangs it up (the kernel sends
+    SIGHUP and SIGCONT)."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        env = dict(os.environ) | {"TERM": "xterm-256color"}
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: exec at once, whatever happens
+            try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+                os.chdir(cwd)
+                os.execve(command[0], command, env)
+            finally:
+                os._exit(127)
+        self.status: int | None = None
+
+    def poll(self) -> int | None:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+        return self.status
+
+    def read_until(self, mark: bytes, seconds: float = 60) -> bool:
         output = b""
-        deadline = time.monotonic() + 60
-        while b"ready" not in output and time.monotonic() < deadline:
-            if select.select([primary], [], [], 1)[0]:
-                output += os.read(primary, 65536)
-        assert b"ready" in output, output[-2000:]
-        os.write(primary, b"go\r")
-        pid = _sleeper(workspace, process, drain=primary)
-        if how == "hang-up":
-            process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + seconds
+        while mark not in output and time.monotonic() < deadline:
+            if select.select([self.fd], [], [], 0.1)[0]:
+                output += os.read(self.fd, 65536)
+        return mark in output
+
+    def wait(self, seconds: float) -> int | None:
+        """The exit status, reading the terminal meanwhile (or it blocks writing)."""
+        deadline = time.monotonic() + seconds
+        while self.poll() is None and time.monotonic() < deadline:
+            if self.fd >= 0 and select.select([self.fd], [], [], 0.1)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(self.fd, 65536)
+            elif self.fd < 0:
+                time.sleep(0.05)
+        return self.poll()
+
+    def close_terminal(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+
+
+@pytest.mark.parametrize(("how", "status"), [("window closed", 129), ("ctrl+q", 0)])
+def test_leaving_the_tui_stops_the_running_command(workspace: Path, tmp_path: Path, how: str, status: int) -> None:
+    """Closing the terminal or quitting. Quitting left the command running: the app's
+    shutdown cancels the turn twice, and the second cancel cut the kill short. A closed
+    terminal killed the app on the spot; handled, it hung: the SIGCONT that comes with
+    the hang-up made Textual restart its output on the dead terminal, and quitting then
+    waited for that output forever."""
+    app = _OnTerminal(_command(_script(tmp_path)), workspace)
+    try:
+        assert app.read_until(b"ready")
+        os.write(app.fd, b"go\r")
+        pid = _sleeper(workspace, app, drain=app.fd)
+        if how == "window closed":
+            # As tmux closes a pane: the hang-up's SIGCONT is taken while the terminal is
+            # still there (here made certain by waiting for what Textual writes for it).
+            os.kill(app.pid, signal.SIGCONT)
+            app.read_until(b"\x1b[?1049h", seconds=1)
+            os.kill(app.pid, signal.SIGHUP)
+            app.close_terminal()
         else:
-            os.write(primary, b"\x11")
-        deadline = time.monotonic() + 30
-        while process.poll() is None and time.monotonic() < deadline:  # drain its last frames
-            if select.select([primary], [], [], 0.2)[0]:
-                try:
-                    os.read(primary, 65536)
-                except OSError:
-                    break
-        assert process.wait(timeout=30) == status
+            os.write(app.fd, b"\x11")
+        assert app.wait(30) == status
         assert _gone(pid), "the command outlived todo-agent"
     finally:
-        os.close(primary)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        app.close_terminal()
+        app.kill()
         _kill_leftover(workspace)
 
 

@@ -43,6 +43,7 @@ from .startup import RuntimeStarter
 
 if TYPE_CHECKING:
     from textual.command import Provider
+    from textual.driver import Driver
 
     from todo_agent.core.model import ChatModel
     from todo_agent.core.runtime import Runtime
@@ -169,6 +170,14 @@ class TodoAgentApp(App[int]):
 
         app.starter = RuntimeStarter(build)
         return app
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        if driver.__name__ != "LinuxDriver":  # Windows' driver, or one a test chose
+            return driver
+        from .terminal_driver import TerminalDriver  # imports LinuxDriver: POSIX only
+
+        return TerminalDriver
 
     def get_default_screen(self) -> Screen[None]:
         """`StartScreen` as the base of the stack when the runtime is built after the first frame.

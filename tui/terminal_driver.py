@@ -1,0 +1,66 @@
+"""Textual's terminal driver, made safe for a terminal that goes away.
+
+A closed terminal window sends SIGHUP and SIGCONT, and the app then quits as on ctrl+q
+(`core/stop_signals.py`). Textual's POSIX driver takes any SIGCONT as the end of a
+ctrl+z suspension and restarts its output: a second writer thread beside the first.
+Once the terminal was gone that writer died on its first write (EIO), its queue filled,
+and quitting waited on it forever: the process hung instead of exiting. So here:
+
+- a SIGCONT restarts the output only after the driver's own suspension (ctrl+z);
+- writes to a terminal that is gone are dropped, so the writer never dies and quitting
+  never waits on it.
+
+`TodoAgentApp.get_driver_class` uses this in place of `LinuxDriver` (which Textual uses
+on macOS too); Windows keeps its own driver. It relies on two attributes of Textual's
+driver (`_file`, `_must_signal_resume`); if a Textual release renames them, the driver
+still works as Textual's own does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO, cast
+
+from textual.drivers.linux_driver import LinuxDriver
+
+
+class _TerminalOutput:
+    """The terminal as the driver's writer thread sees it: a write to a terminal that is
+    gone (EIO, EPIPE) is dropped, as is everything after it."""
+
+    def __init__(self, file: TextIO) -> None:
+        self._file = file
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        try:
+            self._file.write(text)
+        except OSError:
+            self.gone = True
+
+    def flush(self) -> None:
+        if self.gone:
+            return
+        try:
+            self._file.flush()
+        except OSError:
+            self.gone = True
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def isatty(self) -> bool:
+        return self._file.isatty()
+
+
+class TerminalDriver(LinuxDriver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        file = getattr(self, "_file", None)
+        if file is not None:
+            self._file = cast(Any, _TerminalOutput(file))  # typed as Textual's file; used as one
+
+    def _sigcont_application(self, *args: Any) -> None:
+        if getattr(self, "_must_signal_resume", True):  # set by the driver's own SIGTSTP
+            super()._sigcont_application(*args)
