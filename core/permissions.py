@@ -41,7 +41,6 @@ from .permission_model import MODES, PermissionMode
 from .permission_rules import (
     PATH_TOOLS,
     READING,
-    Match,
     PathSubject,
     Rule,
     command_allowed,
@@ -112,8 +111,8 @@ class PermissionPolicy:
     def _rules_and_mode(self, tool: str, kind: str, args: dict[str, Any]) -> Decision | None:
         """Steps 1-3: deny rules, then the modes that decide alone."""
         denied = self._denied(tool, args)
-        if denied == "yes":
-            return Decision("deny", f"{tool} is denied by a permission rule")
+        if isinstance(denied, Rule):
+            return Decision("deny", f"{tool} is denied by the permission rule {denied}")
         if denied == "maybe" and (uncertain := self._uncertain(tool, args)) is not None:
             return uncertain
         if self.mode == "bypassPermissions":
@@ -139,18 +138,27 @@ class PermissionPolicy:
             return Decision("allow")
         return Decision("ask", reason)
 
-    def _denied(self, tool: str, args: dict[str, Any]) -> Match:
-        if any(r.tool == tool and r.spec is None for r in self.deny):
-            return "yes"
+    def _denied(self, tool: str, args: dict[str, Any]) -> Rule | Literal["maybe", "no"]:
+        """The deny rule that matches the call (named in the denial, so the person knows
+        which one to change), "maybe" for a command that cannot be read fully, or "no"."""
+        whole = [r for r in self.deny if r.tool == tool and r.spec is None]
+        if whole:
+            return whole[0]
         family = rule_tools(tool, deny=True)
         rules = [r for r in self.deny if r.tool in family and r.spec is not None]
         if not rules:
             return "no"
         if tool == "Bash":
             command = args.get("command")
-            return command_denied(analyse(command), rules) if isinstance(command, str) else "no"
+            if not isinstance(command, str):
+                return "no"
+            analysis = analyse(command)
+            found = command_denied(analysis, rules)
+            if found != "yes":
+                return found
+            return next((r for r in rules if command_denied(analysis, [r]) == "yes"), rules[0])
         path = self._path_subject(tool, args)
-        return "yes" if path is not None and any(r.matches_path(path) for r in rules) else "no"
+        return next((r for r in rules if r.matches_path(path)), "no") if path is not None else "no"
 
     def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any]) -> bool:
         if any(r.tool == tool and r.spec is None for r in rules):

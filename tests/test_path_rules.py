@@ -107,6 +107,7 @@ def test_search_results_leave_out_denied_files(workspace: Path, tmp_path: Path) 
     assert "app.py" in outputs[2]
     for output in outputs:
         assert "SECRET-ONE" not in output and "SECRET-TWO" not in output
+    for output in outputs[:4]:
         assert ".env" not in output and "prod.env" not in output
     assert outputs[3] == "No files found"
-    assert outputs[4].startswith("denied")
+    assert outputs[4].startswith("denied") and outputs[4].endswith("the permission rule Read(.env)")

@@ -59,6 +59,16 @@ def test_rules_allow_deny_and_deny_wins(tmp_path: Path) -> None:
     assert bypass.decide("Bash", "execute", {"command": "git push origin"}).verdict == "deny"
 
 
+def test_a_denial_names_the_rule_that_denied_it(tmp_path: Path) -> None:
+    p = policy(tmp_path, deny=("Bash(curl:*)", "Bash(git push:*)", "Edit(secrets/**)", "WebFetch"))
+    decision = p.decide("Bash", "execute", {"command": "ls && git push --force origin main"})
+    assert decision.verdict == "deny"
+    assert decision.reason == "Bash is denied by the permission rule Bash(git push:*)"
+    edit = p.decide("Edit", "edit", {"file_path": "secrets/key.txt"})
+    assert edit.reason == "Edit is denied by the permission rule Edit(secrets/**)"
+    assert p.decide("WebFetch", "read", {}).reason == "WebFetch is denied by the permission rule WebFetch"
+
+
 def test_suggested_rules_and_cycle(tmp_path: Path) -> None:
     p = policy(tmp_path)
     assert p.suggest_rule("Bash", {"command": "pytest -q"}) == "Bash(pytest:*)"
