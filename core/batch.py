@@ -268,7 +268,13 @@ class BatchRunner:
         except ToolError as exc:
             result = ToolResult(f"Error: {exc}", is_error=True)
         except asyncio.CancelledError:
+            # Interrupted (esc): what the call did until then still belongs to its task
+            # (the files a command changed, to review and rewind; its time).
             self.queued.extend(ctx.pending_events)
+            record = ToolRecord(
+                item.tool.name, item.tool.kind, time.monotonic() - started, True, item.call.id, item.args
+            )
+            self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
             raise
         except Exception as exc:  # a tool bug must not end the session; the model sees it
             log.exception("tool %s crashed", item.tool.name)

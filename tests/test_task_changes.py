@@ -137,6 +137,28 @@ async def test_bash_changes_in_a_git_repository(project: Path) -> None:
     assert "-one\n-two\n" in runtime.changes.diff("1")  # b.py's old content came from git's index
 
 
+@pytest.mark.script_may_end_early("interrupted during its Bash call")
+async def test_what_an_interrupted_command_changed_is_still_the_tasks(project: Path) -> None:
+    """esc during a long command: what it changed before it was stopped is recorded (and
+    so rewound) with its task, and the call counts to the task's time."""
+    command = "echo half > made.txt; sed -i s/beta/BETA/ a.py; touch started.flag; sleep 60"
+    script = steps([tc("TaskCreate", subject="Long shell work")], start(1), [tc("Bash", command=command)])
+    runtime = make_runtime(project, script)
+    turn = asyncio.ensure_future(run(runtime))
+    deadline = asyncio.get_running_loop().time() + 30
+    while not (project / "started.flag").exists():
+        assert asyncio.get_running_loop().time() < deadline and not turn.done()
+        await asyncio.sleep(0.02)
+    assert runtime.interrupt()
+    await turn
+    files = {f.path: (f.kind, f.added, f.removed) for f in runtime.changes.files_of("1")}
+    assert files == {"made.txt": ("created", 1, 0), "a.py": ("modified", 1, 1), "started.flag": ("created", 0, 0)}
+    assert runtime.tasks()[0].tool_calls == 1
+    plan = await runtime.plan_rewind("1")
+    await runtime.rewind(plan, [f.path for f in plan.files])
+    assert not (project / "made.txt").exists() and (project / "a.py").read_text() == A
+
+
 async def test_a_file_too_big_to_keep_is_counted_with_a_note(project: Path) -> None:
     (project / "big.bin").write_bytes(b"x" * (MAX_KEEP_BYTES + 10))
     script = steps([tc("TaskCreate", subject="Big")], start(1), [tc("Bash", command="echo y >> big.bin")])
