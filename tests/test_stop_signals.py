@@ -8,7 +8,9 @@ spot, which left that command (its own process group) running with no one to sto
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import io
 import json
 import os
 import pty
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from todo_agent.tui.terminal_driver import _TerminalOutput
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches the command through /proc")
 
@@ -201,3 +205,26 @@ def test_a_signal_the_parent_ignored_stays_ignored(workspace: Path, tmp_path: Pa
             process.kill()
             process.communicate()
         _kill_leftover(workspace)
+
+
+def test_output_to_a_terminal_that_is_gone_is_dropped_and_other_errors_are_not() -> None:
+    class Terminal(io.StringIO):
+        error: int | None = None
+
+        def write(self, text: str) -> int:
+            if self.error is not None:
+                raise OSError(self.error, os.strerror(self.error))
+            return super().write(text)
+
+    terminal = Terminal()
+    output = _TerminalOutput(terminal)
+    output.write("frame 1")
+    terminal.error = errno.EAGAIN
+    with pytest.raises(OSError):  # not a hang-up: Textual's own handling
+        output.write("frame 2")
+    terminal.error = errno.EIO  # the terminal hung up
+    output.write("frame 3")
+    output.flush()
+    terminal.error = None
+    output.write("frame 4")  # dropped too: nothing is written to it once it is gone
+    assert terminal.getvalue() == "frame 1" and output.gone

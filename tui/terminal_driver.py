@@ -18,14 +18,19 @@ still works as Textual's own does.
 
 from __future__ import annotations
 
+import errno
 from typing import Any, TextIO, cast
 
 from textual.drivers.linux_driver import LinuxDriver
 
+_GONE = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF})
+"""What writing to a terminal that hung up or was closed fails with. Anything else
+(EAGAIN on a terminal someone made non-blocking) is raised, as Textual's own driver does."""
+
 
 class _TerminalOutput:
     """The terminal as the driver's writer thread sees it: a write to a terminal that is
-    gone (EIO, EPIPE) is dropped, as is everything after it."""
+    gone is dropped, as is everything after it."""
 
     def __init__(self, file: TextIO) -> None:
         self._file = file
@@ -36,7 +41,9 @@ class _TerminalOutput:
             return
         try:
             self._file.write(text)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                raise
             self.gone = True
 
     def flush(self) -> None:
@@ -44,7 +51,9 @@ class _TerminalOutput:
             return
         try:
             self._file.flush()
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                raise
             self.gone = True
 
     def fileno(self) -> int:
