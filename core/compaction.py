@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from .model import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse
+from .model import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, content_text
 from .reminders import CLOSE_TAG, COMPACTED, OPEN_TAG, compaction_kept, wrap
 
 SUMMARY_SYSTEM = """You write handover notes for a coding agent whose conversation grew too long. \
@@ -124,14 +123,6 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {len(text) - limit:,} characters cut …]\n{text[-(limit - head) :]}"
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def _summary_body(content: str) -> str:
     body = content.removeprefix(OPEN_TAG).removesuffix(CLOSE_TAG).strip()
     return body.split("\n", 1)[1].strip() if "\n" in body else ""
@@ -139,7 +130,7 @@ def _summary_body(content: str) -> str:
 
 def render(message: Message) -> str:
     """One message as transcript text for the summariser; "" for what it need not see."""
-    role, text = message.get("role"), _text(message.get("content"))
+    role, text = message.get("role"), content_text(message.get("content"))
     if role == "user":
         if compaction_kept(message) is not None:
             return "Summary of what came before:\n" + _summary_body(text)
@@ -163,7 +154,7 @@ def person_quotes(older: Sequence[Message]) -> list[str]:
     usually states the goal, and the latest ones, at most 12 in all."""
     quotes: list[str] = []
     for message in older:
-        text = _text(message.get("content"))
+        text = content_text(message.get("content"))
         if compaction_kept(message) is not None and QUOTES_HEADER in text:
             section = text.split(QUOTES_HEADER, 1)[1].removesuffix(CLOSE_TAG)
             quotes += [line[2:] for line in section.strip().splitlines() if line.startswith("- ")]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pipes import CappedOutput, open_read_pipe
+from .pipes import CappedOutput, open_read_pipe, signal_group, wait_exit
 
 _STDOUT_HEAD, _STDOUT_TAIL = 40_000, 10_000
 _STDERR_HEAD, _STDERR_TAIL = 8_000, 4_000
@@ -41,25 +41,14 @@ class Finished:
     start_error: str = ""
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _wait(proc: asyncio.subprocess.Process, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await proc.wait()
-
-
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGTERM the hook's whole process group, then SIGKILL whatever is left."""
-    _signal_group(proc.pid, signal.SIGTERM)
+    signal_group(proc.pid, signal.SIGTERM)
     try:
-        await _wait(proc, _KILL_GRACE)
+        await wait_exit(proc, _KILL_GRACE)
     finally:
-        _signal_group(proc.pid, signal.SIGKILL)  # also when a second cancel cuts the grace short
-    await _wait(proc, _KILL_GRACE)
+        signal_group(proc.pid, signal.SIGKILL)  # also when a second cancel cuts the grace short
+    await wait_exit(proc, _KILL_GRACE)
 
 
 def _stdin_file(payload: bytes) -> int:

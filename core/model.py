@@ -19,6 +19,15 @@ Message = dict[str, Any]
 """One chat-completions message, exactly as sent to the API."""
 
 
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -3,14 +3,30 @@
 asyncio's `Process.wait()` also waits for the pipes asyncio made to close, which a
 background job (`cmd &`) that holds them can put off for ever. A pipe we make and read
 ourselves has no such tie: the process can be waited for, and its output read, apart.
-`CappedOutput` keeps what is read within bounds (Bash and the hooks both use it; here,
-so that loading the hooks with the settings does not load the tools).
+`CappedOutput` keeps what is read within bounds, and `signal_group` / `wait_exit` stop
+the child's process group (Bash and the hooks both use them; here, so that loading the
+hooks with the settings does not load the tools).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send `sig` to a process group that may be gone already."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def wait_exit(proc: asyncio.subprocess.Process, seconds: float) -> None:
+    """Wait up to `seconds` for `proc` to exit."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await proc.wait()
 
 
 async def open_read_pipe() -> tuple[asyncio.StreamReader, asyncio.ReadTransport, int]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from todo_agent.core.model import content_text
 from todo_agent.core.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
 from todo_agent.core.session import CompactionMark
 from todo_agent.core.tools.base import short
@@ -79,15 +80,6 @@ def summarize_arguments(name: str, arguments: dict[str, Any]) -> str:
     return short(json.dumps(arguments, ensure_ascii=False), 80) if arguments else ""
 
 
-def _text_of(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def _parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -149,7 +141,7 @@ def entries_from_history(
             entries.append(NoticeEntry(compacted_here(message)))
             continue
         role = message.get("role")
-        text = _text_of(message.get("content"))
+        text = content_text(message.get("content"))
         if role == "user":
             entries.extend(_user_entries(text, show_reminders))
         elif role == "assistant":

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..context import HIDDEN_ENV, ToolContext
-from ..pipes import CappedOutput, open_read_pipe
+from ..pipes import CappedOutput, open_read_pipe, signal_group, wait_exit
 from .arguments import Arguments, Count, Hint, Text
 from .base import ToolError, ToolResult, declare, short
 
@@ -44,11 +44,6 @@ def child_env(hidden: frozenset[str] = HIDDEN_ENV_DEFAULT) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in hidden}, **_ENV_OVERRIDES}
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 @dataclass
 class _Shell:
     """The running shell and the read end of its combined stdout/stderr.
@@ -63,12 +58,6 @@ class _Shell:
 
     def close(self) -> None:
         self.pipe.close()
-
-
-async def _wait(proc: Process, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await proc.wait()
 
 
 _PROC = Path("/proc")
@@ -115,17 +104,17 @@ async def _kill_group(proc: Process) -> list[str]:
     escaped: list[int] = []
     try:
         family = await asyncio.to_thread(_descendants, proc.pid)
-        _signal_group(proc.pid, signal.SIGTERM)
-        await _wait(proc, _KILL_GRACE)
+        signal_group(proc.pid, signal.SIGTERM)
+        await wait_exit(proc, _KILL_GRACE)
     finally:
         # Also when a second cancellation cuts the look or the grace short (quitting the
         # app cancels the turn, then asyncio's shutdown cancels it again): nothing survives.
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         escaped = [pid for pid in family if _still_running(pid, proc.pid)]
         for pid in escaped:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-    await _wait(proc, _KILL_GRACE)
+    await wait_exit(proc, _KILL_GRACE)
     return [f"{pid} ({family[pid]})" for pid in escaped]
 
 
