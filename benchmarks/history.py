@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def build_session(workspace: Path, exchanges: int, answer: str, root: Path | None = None) -> None:
-    from todo_agent.core.session import Session  # imported when used: the harness stays light
+    from todo_agent.core.session.transcript import Session
 
     session = Session.create(workspace, root=root)
     for n in range(exchanges):

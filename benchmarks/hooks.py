@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from todo_agent.core.hook_spec import HookSpec
-from todo_agent.core.hooks import HookRunner, hook_environment
+from todo_agent.core.hooks.runner import HookRunner, hook_environment
+from todo_agent.core.hooks.spec import HookSpec
 
 
 async def measure(count: int, rounds: int) -> list[float]:

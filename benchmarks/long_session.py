@@ -21,7 +21,7 @@ from pathlib import Path
 
 from history import build_session
 
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
 

@@ -36,7 +36,7 @@ sys.addaudithook(audit)
 from todo_agent.core.settings import Config
 result = {}
 if mode == "core":
-    from todo_agent.core.model import ScriptedModel
+    from todo_agent.core.model.scripted import ScriptedModel
     from todo_agent.core.runtime import Runtime
     config = Config(workspace=workspace, model="script:x")
     imported = time.perf_counter()
@@ -45,12 +45,12 @@ if mode == "core":
               "messages": len(runtime.history),
               "tokens": runtime.context_usage()[0], "opens": len(opens), "files": len(set(opens))}
 elif mode == "picker":
-    from todo_agent.core.session import list_sessions
+    from todo_agent.core.session.directory import list_sessions
     t = time.perf_counter()
     infos = list_sessions(workspace)
     result = {"elapsed": time.perf_counter() - t, "sessions": len(infos), "opens": len(opens)}
 else:
-    from todo_agent.core.model import ScriptedModel
+    from todo_agent.core.model.scripted import ScriptedModel
     from todo_agent.tui.app import TodoAgentApp
     app = TodoAgentApp.for_config(Config(workspace=workspace, model="script:x"), continue_latest=True,
                                   model=ScriptedModel([]))
@@ -78,7 +78,7 @@ def build(home: Path, workspace: Path, messages: int, sessions: int) -> None:
     import os
 
     os.environ["TODO_AGENT_HOME"] = str(home)
-    from todo_agent.core.session import Session
+    from todo_agent.core.session.transcript import Session
 
     for s in range(sessions):
         session = Session.create(workspace)

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from todo_agent.core.tasks import TaskStore
+from todo_agent.core.tasks.store import TaskStore
 
 
 async def measure(tasks: int, rounds: int) -> list[float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .task_model import Task
+from .tasks.model import Task
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 - `before_request`: run before every model request; each returns messages to append
   to history (reminders). Appended, never inserted, so earlier messages never change
   and the prompt prefix stays cacheable. Compaction, which replaces history instead of
-  appending to it, runs in the loop just before these providers (`core/compaction.py`).
+  appending to it, runs in the loop just before these providers (`core/window/compaction.py`).
 - `before_compact`: awaited just before a compaction's summary request, with what
   triggered it (`auto`, `manual`, `overflow`) and the person's focus text. This is where
   the `PreCompact` hook plugs in; an observer returns the events (notices) for the
@@ -17,7 +17,7 @@
 
 Gates, awaited, each answering with a `Verdict` (block with a reason, context for the
 model, events for the person); several gates of one seam run in order and the first
-block wins. The shell hooks from settings plug in here (`core/shell_hooks.py`):
+block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
 - `before_prompt`: before the person's prompt enters history; a block means the prompt
   is not sent (and not kept); context is appended after it.
 - `before_tool`: before a tool call, ahead of the permission check; a block answers the
@@ -35,11 +35,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .model import Message
+from .model.base import Message
 
 if TYPE_CHECKING:
     from .events import Event
-    from .task_model import Task
+    from .tasks.model import Task
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ the agent or the policy it holds. The one collaborator they use directly is the 
 store's `user_*` API: the person's edits of the plan.
 Creating a runtime is fast and never imports `openai`: the model client is built on
 first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
-`warm_up()` first asks a configured server about itself (`core/server_info.py`): its
+`warm_up()` first asks a configured server about itself (`core/model/server.py`): its
 context window, when no `context_window` is set, and its model, when none was chosen.
 """
 
@@ -19,31 +19,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import rewind
-from .change_recorder import change_observers
-from .changes import ChangeLog
-from .context import HIDDEN_ENV
+from .changes import rewind
+from .changes.log import ChangeLog
+from .changes.recorder import attribution_observer, change_observers
+from .engine.instructions import build_system_context, describe_loaded
+from .engine.loop import Agent, AgentOptions
 from .events import Event, Notice
-from .hook_spec import HookSpec
-from .hook_trust import is_trusted, trust
-from .hooks import HookRunner, hook_environment
-from .instructions import build_system_context, describe_loaded
+from .hooks.runner import HookRunner, hook_environment
+from .hooks.spec import HookSpec
+from .hooks.trust import is_trusted, trust
+from .hooks.wiring import SessionSource, ShellHooks
 from .lifecycle import Lifecycle
-from .loop import Agent, AgentOptions
-from .model import ChatModel, Message, ScriptedModel, StreamItem
-from .permission_model import Approver, PermissionMode
-from .permissions import PermissionPolicy
-from .reminders import task_reminder_provider, unfinished_stop_check
-from .server_info import ServerInfo, probe
-from .session import Session, SessionInfo, TranscriptItem, find_session, latest_session, list_sessions
+from .model.base import ChatModel, Message, StreamItem
+from .model.scripted import ScriptedModel
+from .model.server import ServerInfo, probe
+from .permissions.modes import Approver, PermissionMode
+from .permissions.policy import PermissionPolicy
+from .session.directory import SessionInfo, find_session, latest_session, list_sessions
+from .session.transcript import Session, TranscriptItem
 from .settings import Config, project_settings_path
-from .shell_hooks import SessionSource, ShellHooks
-from .task_model import Task
-from .tasks import TaskStore, attribution_observer
-from .tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
+from .tasks.model import Task
+from .tasks.reminders import task_reminder_provider, unfinished_stop_check
+from .tasks.store import TaskStore
 from .tools import bash, files, fs, search
 from .tools.base import Tool
+from .tools.context import HIDDEN_ENV
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
+from .window.tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
 
 
 def create_model(
@@ -60,7 +62,7 @@ def create_model(
         if not path.is_absolute() and script_dir is not None:
             path = script_dir / path
         return ScriptedModel.from_file(path)
-    from .openai_model import OpenAIChatModel  # imported lazily: `import openai` costs ~1 s
+    from .model.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
 
@@ -82,7 +84,7 @@ class LazyModel:
     def load_client(self) -> None:
         """Import the client's code (the CPU-heavy part of `get`) without building it yet."""
         if not self.config.model.startswith("script:"):
-            from . import openai_model  # noqa: F401
+            pass
 
     def get(self) -> ChatModel:
         if self._model is None:
@@ -247,7 +249,7 @@ class Runtime:
 
     @property
     def project_hooks_trusted(self) -> bool:
-        """Run the project file's hooks? Only once the person said so (`core/hook_trust.py`),
+        """Run the project file's hooks? Only once the person said so (`core/hooks/trust.py`),
         or the user file / `--allow-project-hooks` trusts all projects."""
         return self.config.allow_project_hooks or is_trusted(self.config.workspace, self.project_hooks)
 

@@ -13,7 +13,7 @@ repository chose, and a script makes whatever tool calls its file says), and
 the allow rules it brings still apply but are listed at start-up (`Runtime.startup_notices`).
 
 Hooks add up across the two files too, and each keeps the file it came from: the
-project's run only once the person has trusted them (`core/hook_trust.py`). The user
+project's run only once the person has trusted them (`core/hooks/trust.py`). The user
 file may set `allow_project_hooks = true` to trust every project's hooks without asking;
 in a project file that key is ignored with a warning (a repository cannot vouch for itself).
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from .hook_spec import HOOK_EVENTS, HookSpec, specs_from_table
-from .permission_model import MODES, PermissionMode
+from .hooks.spec import HOOK_EVENTS, HookSpec, specs_from_table
+from .permissions.modes import MODES, PermissionMode
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -104,7 +104,7 @@ def _check_permissions(permissions: dict[str, Any]) -> str | None:
             return f"[permissions] unknown key '{list_name}' (known: allow, deny)"
         if not _is_str_list(rules):
             return f"[permissions] {list_name} must be a list of strings"
-        from .permission_rules import Rule  # the shell reader: only when there are rules
+        from .permissions.rules import Rule
 
         for rule in rules:
             try:
@@ -194,7 +194,7 @@ class Config:
     tasks_version: TaskVersion = "v2"
     reminder_interval: int = 6
     context_window: int | None = None
-    """Tokens; None: ask the server (`core/server_info.py`), else a default (`core/tokens.py`)."""
+    """Tokens; None: ask the server (`core/model/server.py`), else a default (`core/window/tokens.py`)."""
     compact_threshold: float = 0.8
     first_byte_timeout: float = 60.0
     """Seconds to wait for a server to start answering a request."""

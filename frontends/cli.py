@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from todo_agent.core import __version__
-from todo_agent.core.permission_model import MODES
+from todo_agent.core.permissions.modes import MODES
 from todo_agent.core.settings import Config, load_config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
@@ -121,8 +121,8 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
     try:
         return run_app(config, resume=args.resume, continue_latest=args.continue_latest, initial_prompt=initial_prompt)
     except Exception as exc:  # the session and script errors are imported only when there is one
-        from todo_agent.core.model import ScriptError
-        from todo_agent.core.session_dir import SessionError
+        from todo_agent.core.model.scripted import ScriptError
+        from todo_agent.core.session.directory import SessionError
 
         if isinstance(exc, SessionError | ScriptError):
             return fail(str(exc))
@@ -130,9 +130,10 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
 
 
 def run_print(config: Config, args: argparse.Namespace) -> int:
-    from todo_agent.core.model import ModelError, ScriptError
+    from todo_agent.core.model.base import ModelError
+    from todo_agent.core.model.scripted import ScriptError
     from todo_agent.core.runtime import Runtime
-    from todo_agent.core.session_dir import SessionError
+    from todo_agent.core.session.directory import SessionError
     from todo_agent.frontends.headless import run_headless
 
     if not config.has_model:

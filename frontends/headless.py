@@ -34,7 +34,7 @@ from typing import Any, Literal, TextIO
 
 from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.tasks import render_tasks
+from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]

@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from tui_helpers import main_screen, send, turn_done, wait_until
 
-from todo_agent.core.model import Message, ScriptedModel, StreamItem
+from todo_agent.core.model.base import Message, StreamItem
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen

@@ -13,7 +13,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from todo_agent.core.tasks import TaskStore
+from todo_agent.core.tasks.store import TaskStore
 
 
 def clock() -> float:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -1,6 +1,6 @@
 """Architecture rules that must not erode: core/ never touches Textual; start-up stays light.
 
-The static rules (core imports no UI, `openai` only in `openai_model`, the layers inside
+The static rules (core imports no UI, `openai` only in `model/openai_chat`, the layers inside
 core) are import-linter contracts in `pyproject.toml`; `.ci/run` runs `lint-imports` as a
 step of its own, and the first test here runs it too so `pytest` alone catches a breach.
 What a static graph cannot see is which modules a real import loads: that is the second.
@@ -27,7 +27,7 @@ def test_importing_all_of_core_loads_neither_textual_nor_openai() -> None:
     modules = sorted(
         "todo_agent.core." + ".".join(p.relative_to(CORE).with_suffix("").parts)
         for p in CORE.rglob("*.py")
-        if p.name != "__init__.py" and p.stem != "openai_model"
+        if p.name != "__init__.py" and p.stem != "openai_chat"
     )
     code = (
         "import importlib, sys\n"

@@ -15,18 +15,12 @@ from fake_openai import validate_request
 
 from todo_agent.core.events import Compacted, Compacting, Error, Event, Notice, TurnEnd
 from todo_agent.core.lifecycle import CompactInfo
-from todo_agent.core.model import (
-    ContextOverflowError,
-    Message,
-    ModelError,
-    ModelResponse,
-    ScriptedModel,
-    StreamItem,
-)
-from todo_agent.core.reminders import NOT_VISIBLE, is_task_reminder
+from todo_agent.core.model.base import ContextOverflowError, Message, ModelError, ModelResponse, StreamItem
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import CompactionMark, Session
+from todo_agent.core.session.transcript import CompactionMark, Session
 from todo_agent.core.settings import Config
+from todo_agent.core.tasks.reminders import NOT_VISIBLE, is_task_reminder
 
 SUMMARY = "## Goal\nPaginate posts.\n## Remaining\nFinish the three tasks."
 CHUNK = "".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" for n in range(60))  # ~3.3k chars

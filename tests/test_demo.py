@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
 
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.frontends import cli
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen

@@ -17,13 +17,13 @@ import pytest
 from fake_openai import run_in_thread
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session import data_root
+from todo_agent.core.session.directory import data_root
 
 _LIMITED_WRITE = """
 import asyncio, resource, signal, sys
 from pathlib import Path
-from todo_agent.core.context import ToolContext
-from todo_agent.core.tools.base import ToolError
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolError
 from todo_agent.core.tools.files import WRITE
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
@@ -51,7 +51,7 @@ def test_write_through_a_hard_link_on_a_full_disk_keeps_the_original(workspace: 
 _STUCK_WRITE = """
 import asyncio, os, sys, time
 from pathlib import Path
-from todo_agent.core.context import ToolContext
+from todo_agent.core.tools.context import ToolContext
 from todo_agent.core.tools import files
 def stuck(fd):
     Path("ready").touch()

@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 CONFTEST = Path(__file__).with_name("conftest.py")
 
 USES = """
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 
 
 async def drain(model: ScriptedModel, requests: int) -> None:

@@ -13,8 +13,8 @@ from fake_openai import run_in_thread
 from test_headless_e2e import tc, todo_agent
 from test_tasks_e2e import tasks_file
 
-from todo_agent.core.reminders import NOT_VISIBLE
 from todo_agent.core.settings import user_settings_path
+from todo_agent.core.tasks.reminders import NOT_VISIBLE
 
 SUMMARY = {"text": "## Goal\nWork through the three tasks.\n## Remaining\nThe unfinished tasks on the list."}
 BIG = "".join(f"{n:04d} a line of the module under review, long enough to count\n" for n in range(70))  # ~4.3k chars

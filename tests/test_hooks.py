@@ -12,8 +12,8 @@ import pytest
 from test_tools_bash import wait_for
 
 from todo_agent.core.events import HookResult, Notice
-from todo_agent.core.hook_spec import HookEvent, HookSpec, specs_from_table
-from todo_agent.core.hooks import HookRunner, hook_environment, run_hook
+from todo_agent.core.hooks.runner import HookRunner, hook_environment, run_hook
+from todo_agent.core.hooks.spec import HookEvent, HookSpec, specs_from_table
 
 COMMON = {"session_id": "s-1", "transcript_path": "/tmp/s-1.jsonl", "permission_mode": "default"}
 

@@ -13,13 +13,13 @@ import pytest
 from test_hooks import RECORD_GROUP, group_members, read_pid, wait_for
 
 from todo_agent.core.events import Event, HookResult, Notice, ToolFinished, TurnEnd
-from todo_agent.core.hook_spec import HookEvent, HookSpec
-from todo_agent.core.hook_trust import trust_path
-from todo_agent.core.model import ScriptedModel, ScriptStep
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.hooks.spec import HookEvent, HookSpec
+from todo_agent.core.hooks.trust import trust_path
+from todo_agent.core.hooks.wiring import MAX_STOP_CONTINUATIONS
+from todo_agent.core.model.scripted import ScriptedModel, ScriptStep
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config, load_config, user_settings_path
-from todo_agent.core.shell_hooks import MAX_STOP_CONTINUATIONS
 
 RECORD = 'cat >> "$CLAUDE_PROJECT_DIR/hooks.jsonl"; echo >> "$CLAUDE_PROJECT_DIR/hooks.jsonl"'
 """A hook that appends its input, one JSON object a line, to hooks.jsonl."""

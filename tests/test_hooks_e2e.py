@@ -11,7 +11,7 @@ from typing import Any
 from fake_openai import run_in_thread
 from test_headless_e2e import tc, todo_agent
 
-from todo_agent.core.session import list_sessions
+from todo_agent.core.session.directory import list_sessions
 from todo_agent.core.settings import user_settings_path
 
 GUARD = """#!/bin/sh

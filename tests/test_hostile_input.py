@@ -15,7 +15,8 @@ import pytest
 from fake_openai import run_in_thread
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session import Session, latest_session, list_sessions
+from todo_agent.core.session.directory import latest_session, list_sessions
+from todo_agent.core.session.transcript import Session
 
 
 def _loadable(workspace: Path) -> Session:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.batch import NO_APPROVER
-from todo_agent.core.context import ToolContext
+from todo_agent.core.engine.batch import NO_APPROVER
+from todo_agent.core.engine.loop import Agent, AgentOptions
 from todo_agent.core.events import (
     AssistantMessage,
     Error,
@@ -26,14 +26,17 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
-from todo_agent.core.history import assistant_message, unanswered_tool_calls
 from todo_agent.core.lifecycle import Lifecycle, TurnState
-from todo_agent.core.loop import Agent, AgentOptions
-from todo_agent.core.model import Message, ModelError, ModelResponse, ScriptedModel, StreamItem, ToolCall
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
-from todo_agent.core.permissions import PermissionPolicy
-from todo_agent.core.tasks import Task
-from todo_agent.core.tools.base import Tool, ToolError, object_schema
+from todo_agent.core.model.base import Message, ModelError, ModelResponse, StreamItem, ToolCall
+from todo_agent.core.model.history import assistant_message, unanswered_tool_calls
+from todo_agent.core.model.scripted import ScriptedModel
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.policy import PermissionPolicy
+from todo_agent.core.tasks.model import Task
+from todo_agent.core.tools.arguments import object_schema
+from todo_agent.core.tools.base import Tool
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolError
 
 
 async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -532,7 +535,7 @@ async def test_interrupt_during_the_retry_wait_keeps_no_discarded_text(workspace
 
 
 async def test_task_tools_in_one_response_run_in_order(workspace: Path) -> None:
-    from todo_agent.core.tasks import TaskStore
+    from todo_agent.core.tasks.store import TaskStore
     from todo_agent.core.tools.tasks import TASK_TOOLS_V2
 
     steps = [

@@ -15,7 +15,7 @@ import openai
 import pytest
 from fake_openai import FakeOpenAIServer, run_in_thread, validate_request
 
-from todo_agent.core.model import (
+from todo_agent.core.model.base import (
     ContextOverflowError,
     Message,
     ModelError,
@@ -24,7 +24,7 @@ from todo_agent.core.model import (
     StreamItem,
     ToolCall,
 )
-from todo_agent.core.openai_model import OpenAIChatModel
+from todo_agent.core.model.openai_chat import OpenAIChatModel
 
 USER: list[Message] = [{"role": "user", "content": "hi"}]
 READ_TOOL = {
@@ -366,9 +366,9 @@ async def test_a_refused_connection_is_retried_in_view(make_model: MakeModel) ->
     from contextlib import aclosing
     from pathlib import Path
 
+    from todo_agent.core.engine.loop import Agent, AgentOptions
     from todo_agent.core.events import Error, Notice
-    from todo_agent.core.loop import Agent, AgentOptions
-    from todo_agent.core.permissions import PermissionPolicy
+    from todo_agent.core.permissions.policy import PermissionPolicy
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
     agent = Agent(

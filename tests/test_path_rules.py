@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permission_rules import Rule
-from todo_agent.core.permissions import PermissionPolicy
+from todo_agent.core.permissions.policy import PermissionPolicy
+from todo_agent.core.permissions.rules import Rule
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from todo_agent.core.permission_rules import Rule
-from todo_agent.core.permissions import PermissionPolicy
+from todo_agent.core.permissions.policy import PermissionPolicy
+from todo_agent.core.permissions.rules import Rule
 
 
 def policy(

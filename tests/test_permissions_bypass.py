@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permissions import PermissionPolicy
+from todo_agent.core.permissions.policy import PermissionPolicy
 
 # Each deletes `f` when bash runs it.
 RM_SPELLINGS = [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permissions import PermissionPolicy
+from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.settings import user_settings_path
 
 PROTECTED = [

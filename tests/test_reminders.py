@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from todo_agent.core.lifecycle import Lifecycle, TurnState
-from todo_agent.core.model import Message
-from todo_agent.core.reminders import (
+from todo_agent.core.model.base import Message
+from todo_agent.core.tasks.reminders import (
     is_task_reminder,
     steps_since_task_list,
     task_reminder_provider,
     unfinished_stop_check,
     wrap,
 )
-from todo_agent.core.tasks import TaskStore
+from todo_agent.core.tasks.store import TaskStore
 
 NOT_VISIBLE = "<system-reminder>\nThis is the current task list for this session"
 STALE_6 = "<system-reminder>\nYou have not updated the task list in the last 6 steps"
@@ -241,10 +241,10 @@ async def test_stop_check_fires_once_when_a_task_is_still_in_progress() -> None:
 async def test_a_panel_edit_is_announced_once_however_often_the_session_is_resumed(workspace: Path) -> None:
     from contextlib import aclosing
 
-    from todo_agent.core.model import ScriptedModel
-    from todo_agent.core.reminders import USER_EDITED
+    from todo_agent.core.model.scripted import ScriptedModel
     from todo_agent.core.runtime import Runtime
     from todo_agent.core.settings import Config
+    from todo_agent.core.tasks.reminders import USER_EDITED
 
     config = Config(workspace=workspace, model="script:test")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from todo_agent.core.context import ToolContext
 from todo_agent.core.tools import files, search
-from todo_agent.core.tools.base import ToolResult
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolResult
 
 # ripgrep rejects look-ahead, so Grep falls back to Python's re, where this pattern takes
 # exponential time on a line of a's that never ends in "b".

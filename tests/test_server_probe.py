@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from todo_agent.core.model.server import probe
 from todo_agent.core.runtime import LazyModel, Runtime
-from todo_agent.core.server_info import probe
 from todo_agent.core.settings import Config
 
 MODELS = {"data": [{"id": "served-model"}]}

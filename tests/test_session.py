@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from todo_agent.core.history import CANCELLED
-from todo_agent.core.session import Session, SessionError, find_session, latest_session, list_sessions
+from todo_agent.core.model.history import CANCELLED
+from todo_agent.core.session.directory import SessionError, find_session, latest_session, list_sessions
+from todo_agent.core.session.transcript import Session
 
 
 def test_messages_are_appended_and_flushed_line_by_line(workspace: Path) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session import Session, SessionError, latest_session
+from todo_agent.core.session.directory import SessionError, latest_session
+from todo_agent.core.session.transcript import Session
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from todo_agent.core.hook_spec import HookSpec
-from todo_agent.core.instructions import build_system_context, describe_loaded, find_instruction_files
+from todo_agent.core.engine.instructions import build_system_context, describe_loaded, find_instruction_files
+from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import load_config, user_settings_path
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tree_sitter import Language, Node, Parser
 
-from todo_agent.core.command_forms import analyse
-from todo_agent.core.shell import parse_script
+from todo_agent.core.permissions.command_forms import analyse
+from todo_agent.core.permissions.shell import parse_script
 
 PROGRAMS = ("p1", "p2", "p3")
 _BASH = Parser(Language(tree_sitter_bash.language()))

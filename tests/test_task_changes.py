@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core import task_history
-from todo_agent.core.changes import MAX_KEEP_BYTES, ChangeLog
-from todo_agent.core.model import ScriptedModel
-from todo_agent.core.reminders import USER_EDITED
+from todo_agent.core.changes.log import MAX_KEEP_BYTES, ChangeLog
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import find_session, list_sessions
+from todo_agent.core.session.directory import find_session, list_sessions
 from todo_agent.core.settings import Config
-from todo_agent.core.tasks import StoreError, TaskStore
+from todo_agent.core.tasks import history as task_history
+from todo_agent.core.tasks.model import StoreError
+from todo_agent.core.tasks.reminders import USER_EDITED
+from todo_agent.core.tasks.store import TaskStore
 
 
 def tc(name: str, **arguments: Any) -> dict[str, Any]:
@@ -248,18 +249,19 @@ async def test_rewind_deletes_what_the_task_created_and_brings_back_what_it_dele
 KILLER = """
 import asyncio, os, signal, sys
 from pathlib import Path
-from todo_agent.core import rewind, task_persistence
-from todo_agent.core.changes import ChangeLog
-from todo_agent.core.tasks import TaskStore
+from todo_agent.core.changes import rewind
+from todo_agent.core.tasks import persistence
+from todo_agent.core.changes.log import ChangeLog
+from todo_agent.core.tasks.store import TaskStore
 
 session, workspace, limit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-real, calls = task_persistence.atomic_write, [0]
+real, calls = persistence.atomic_write, [0]
 def dying(path, data, **options):
     if calls[0] == limit:
         os.kill(os.getpid(), signal.SIGKILL)
     calls[0] += 1
     real(path, data, **options)
-task_persistence.atomic_write = rewind.atomic_write = dying
+persistence.atomic_write = rewind.atomic_write = dying
 changes = ChangeLog.for_session(session, workspace)
 store = TaskStore.load(session.with_name(session.stem + ".tasks.json"))
 plan = rewind.plan(changes, store, "1")

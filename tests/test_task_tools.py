@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.context import ToolContext
 from todo_agent.core.events import TasksUpdated
-from todo_agent.core.reminders import TASK_TOOL_NAMES
-from todo_agent.core.tasks import Task, TaskStore
-from todo_agent.core.tools.base import Tool, ToolError, ToolResult, parse_arguments
+from todo_agent.core.tasks.model import Task
+from todo_agent.core.tasks.reminders import TASK_TOOL_NAMES
+from todo_agent.core.tasks.store import TaskStore
+from todo_agent.core.tools.base import Tool, parse_arguments
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolError, ToolResult
 from todo_agent.core.tools.tasks import (
     SYSTEM_PROMPT_LINE,
     SYSTEM_PROMPT_LINE_V1,

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 from _task_crash_child import clock, step
 
-from todo_agent.core import task_persistence
-from todo_agent.core.task_format import decode
-from todo_agent.core.tasks import Task, TaskStore
+from todo_agent.core.tasks import persistence
+from todo_agent.core.tasks.file_format import decode
+from todo_agent.core.tasks.model import Task
+from todo_agent.core.tasks.store import TaskStore
 
 CHILD = Path(__file__).with_name("_task_crash_child.py")
 KILLS = 100
@@ -117,7 +118,7 @@ def test_kill_9_at_random_moments_never_leaves_a_torn_or_unacknowledged_file(tmp
         child.stdout.close()
         acknowledged = current if acks.last is None else acks.last
 
-        temp_files_seen += bool(task_persistence.temp_files(path))
+        temp_files_seen += bool(persistence.temp_files(path))
         found = read_state(path)
         n = model.which(found, range(acknowledged, acknowledged + 2))
         assert n is not None, f"file matches neither state {acknowledged} nor {acknowledged + 1}: {found}"
@@ -126,5 +127,5 @@ def test_kill_9_at_random_moments_never_leaves_a_torn_or_unacknowledged_file(tmp
 
     assert current > KILLS  # it really made progress between kills
     TaskStore.load(path)
-    assert task_persistence.temp_files(path) == []
+    assert persistence.temp_files(path) == []
     print(f"{KILLS} kills: {landed_after_write} after the rename, {temp_files_seen} left a temp file")

@@ -9,7 +9,7 @@ from typing import Any
 from fake_openai import run_in_thread
 from test_headless_e2e import POSTS, tc, todo_agent
 
-from todo_agent.core.session import list_sessions
+from todo_agent.core.session.directory import list_sessions
 
 REMINDER = "<system-reminder>"
 

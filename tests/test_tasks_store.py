@@ -16,20 +16,14 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from todo_agent.core import task_persistence
+from todo_agent.core.changes.recorder import attribution_observer
 from todo_agent.core.lifecycle import ToolRecord
-from todo_agent.core.task_format import decode, encode
-from todo_agent.core.tasks import (
-    STATUSES,
-    StoreError,
-    Task,
-    TaskStore,
-    TodoItem,
-    attribution_observer,
-    render_for_model,
-    render_tasks,
-    violations,
-)
+from todo_agent.core.tasks import persistence
+from todo_agent.core.tasks.file_format import decode, encode
+from todo_agent.core.tasks.model import STATUSES, StoreError, Task, TodoItem
+from todo_agent.core.tasks.render import render_for_model, render_tasks
+from todo_agent.core.tasks.rules import violations
+from todo_agent.core.tasks.store import TaskStore
 
 
 class Clock:
@@ -153,7 +147,7 @@ async def test_leftover_temp_files_are_swept_on_load(path: Path) -> None:
     assert [t.subject for t in again.snapshot()] == ["kept"]
     assert not any(p.exists() for p in leftovers)
     assert unrelated.exists()
-    assert task_persistence.temp_files(path) == []
+    assert persistence.temp_files(path) == []
 
 
 @pytest.mark.parametrize(
@@ -204,9 +198,9 @@ async def test_failed_write_changes_nothing(tmp_path: Path) -> None:
 async def test_write_waits_for_the_cross_process_lock(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = TaskStore.load(path)
     await store.create("before")
-    monkeypatch.setattr(task_persistence, "LOCK_TIMEOUT", 0.05)
+    monkeypatch.setattr(persistence, "LOCK_TIMEOUT", 0.05)
 
-    with FileLock(task_persistence.lock_path(path)), pytest.raises(StoreError, match="another process holds"):
+    with FileLock(persistence.lock_path(path)), pytest.raises(StoreError, match="another process holds"):
         await store.create("while locked")
 
     assert [t.subject for t in store.snapshot()] == ["before"]
@@ -253,7 +247,7 @@ async def test_status_timestamps_follow_the_lifecycle() -> None:
 
 
 async def test_time_in_progress_counts_every_stint_and_nothing_between() -> None:
-    from todo_agent.core.tasks import time_in_progress
+    from todo_agent.core.tasks.model import time_in_progress
 
     clock = Clock()
     store = TaskStore(None, clock=clock)
@@ -575,7 +569,7 @@ class TaskStoreMachine(RuleBasedStateMachine):
             assert on_disk(self.path) == (self.store.snapshot(), self.store.next_id)
         else:
             assert (self.store.snapshot(), self.store.next_id) == ((), 1)
-        assert task_persistence.temp_files(self.path) == []
+        assert persistence.temp_files(self.path) == []
 
 
 TestTaskStoreMachine = TaskStoreMachine.TestCase
@@ -613,7 +607,7 @@ def test_a_non_canonical_id_makes_the_file_invalid(tmp_path: Path) -> None:
 
 
 async def test_the_persons_edits_survive_a_restart_until_delivered(tmp_path: Path) -> None:
-    from todo_agent.core.reminders import task_reminder_provider
+    from todo_agent.core.tasks.reminders import task_reminder_provider
 
     path = tmp_path / "s.tasks.json"
     store = TaskStore.load(path)

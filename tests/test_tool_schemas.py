@@ -44,8 +44,8 @@ def test_every_schema_is_a_closed_object_whose_required_keys_are_declared() -> N
 async def test_each_required_key_of_each_schema_is_required_by_its_check(tmp_path: Path) -> None:
     """Schema and check come from one declaration: leaving out any key the schema marks
     required gets the one-line 'missing' error before the tool does anything."""
-    from todo_agent.core.context import ToolContext
-    from todo_agent.core.tools.base import ToolError
+    from todo_agent.core.tools.context import ToolContext
+    from todo_agent.core.tools.results import ToolError
 
     for tool in {t.name: t for version in ("v2", "v1") for t in build_tools(version)}.values():
         for key in tool.parameters["required"]:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.context import ToolContext
 from todo_agent.core.pipes import CappedOutput
 from todo_agent.core.tools import bash
-from todo_agent.core.tools.base import ToolError, ToolResult
 from todo_agent.core.tools.bash import BASH, TOOLS
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolError, ToolResult
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.context import ToolContext
-from todo_agent.core.tools.base import Tool, ToolError, ToolResult
+from todo_agent.core.tools.base import Tool
+from todo_agent.core.tools.context import ToolContext
 from todo_agent.core.tools.files import EDIT, READ, TOOLS, WRITE, preview_edit
+from todo_agent.core.tools.results import ToolError, ToolResult
 
 
 @pytest.fixture
@@ -248,8 +249,8 @@ _FULL_DISK_SCRIPT = textwrap.dedent(
     """
     import asyncio, json, resource, signal, sys
     from pathlib import Path
-    from todo_agent.core.context import ToolContext
-    from todo_agent.core.tools.base import ToolError
+    from todo_agent.core.tools.context import ToolContext
+    from todo_agent.core.tools.results import ToolError
     from todo_agent.core.tools.files import EDIT, WRITE
 
     workspace, tool, args = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from todo_agent.core.context import ToolContext
-from todo_agent.core.tools.base import ToolError, ToolResult
-from todo_agent.core.tools.search import GLOB, GREP, TOOLS, glob_regex
+from todo_agent.core.tools.context import ToolContext
+from todo_agent.core.tools.results import ToolError, ToolResult
+from todo_agent.core.tools.search import GLOB, GREP, TOOLS
+from todo_agent.core.tools.walk import glob_regex
 
 
 @pytest.fixture

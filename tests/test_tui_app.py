@@ -27,10 +27,10 @@ from tui_helpers import (
 )
 
 from todo_agent.core.events import Event
-from todo_agent.core.model import ScriptedModel
-from todo_agent.core.permission_rules import Rule
+from todo_agent.core.model.scripted import ScriptedModel
+from todo_agent.core.permissions.rules import Rule
 from todo_agent.core.settings import Config
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks.model import Task
 from todo_agent.tui.app import DOUBLE_TAP, TodoAgentApp
 from todo_agent.tui.commands import looks_like_command
 from todo_agent.tui.screens.approval import ApprovalScreen
@@ -676,7 +676,7 @@ import sys, asyncio
 from pathlib import Path
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks.model import Task
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.main import MainScreen
 assert "openai" not in sys.modules, "imported by the TUI modules"

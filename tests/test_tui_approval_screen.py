@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 from tui_helpers import bash_step, make_app, screen_text, send, wait_until
 
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen, FeedbackInput
 from todo_agent.tui.widgets.preview import render_preview

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 from todo_agent.tui.approvals import NO_UI, ApprovalBroker, Resolve
 
 

@@ -18,7 +18,7 @@ from textual.selection import Selection
 from textual.widgets import TextArea
 from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
 
-from todo_agent.core.session import Session
+from todo_agent.core.session.transcript import Session
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
 from todo_agent.tui.widgets import blocks, markdown_body
 from todo_agent.tui.widgets.blocks import MAX_OUTPUT_LINES, Block, LiveBlock, ToolBlock

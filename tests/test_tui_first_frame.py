@@ -24,9 +24,9 @@ from pathlib import Path
 from textual.widgets import Static
 from tui_helpers import SIZE, main_screen, make_config, screen_text, turn_done, wait_until
 
-from todo_agent.core.model import ScriptedModel
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import SessionError
+from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.approvals import ApprovalBroker

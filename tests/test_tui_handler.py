@@ -20,7 +20,7 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks.model import Task
 from todo_agent.tui.handler import ConversationUI, EventHandler
 from todo_agent.tui.transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
 

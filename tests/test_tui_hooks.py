@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, turn_done, wait_until
 
 from todo_agent.core.events import HookResult, Notice
-from todo_agent.core.hook_spec import HookSpec
-from todo_agent.core.hook_trust import trust_path
+from todo_agent.core.hooks.spec import HookSpec
+from todo_agent.core.hooks.trust import trust_path
 from todo_agent.core.runtime import Runtime
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.hook_trust import HookTrustScreen

@@ -12,7 +12,7 @@ from test_tui_app import notices
 from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
 
 from todo_agent.core.runtime import NO_TOOLS_TEMPLATE
-from todo_agent.core.session import Session
+from todo_agent.core.session.transcript import Session
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.transcript import AssistantEntry, NoticeEntry

@@ -19,15 +19,15 @@ import pytest
 from textual.pilot import Pilot
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
-from todo_agent.core import batch
+from todo_agent.core.engine import batch
 from todo_agent.core.events import Notice
-from todo_agent.core.model import ScriptedModel
-from todo_agent.core.permission_model import ApprovalRequest
+from todo_agent.core.model.scripted import ScriptedModel
+from todo_agent.core.permissions.modes import ApprovalRequest
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import SessionInfo
+from todo_agent.core.session.directory import SessionInfo
 from todo_agent.core.settings import Config
-from todo_agent.core.tasks import Task
-from todo_agent.core.tokens import TokenCounter
+from todo_agent.core.tasks.model import Task
+from todo_agent.core.window.tokens import TokenCounter
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.changes import ChangesScreen

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import SelectionList, Static
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
-from todo_agent.core.reminders import USER_EDITED
+from todo_agent.core.tasks.reminders import USER_EDITED
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.rewind import RewindScreen

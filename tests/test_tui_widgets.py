@@ -12,7 +12,7 @@ from textual.widget import Widget
 from textual.widgets import ProgressBar, Static
 from tui_helpers import screen_text, wait_until
 
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks.model import Task
 from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
 from todo_agent.tui.widgets.spinner import Spinner
 from todo_agent.tui.widgets.status import StatusLine, context_label, format_seconds

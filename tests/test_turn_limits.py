@@ -11,15 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_loop import assert_history_valid, call, collect, make_agent
 
-from todo_agent.core.compaction import person_quotes, split_point, summary_message
+from todo_agent.core.engine.guards import RepeatGuard
+from todo_agent.core.engine.loop import AgentOptions
 from todo_agent.core.events import Notice, ToolFinished, TurnEnd
-from todo_agent.core.guards import RepeatGuard
-from todo_agent.core.loop import AgentOptions
-from todo_agent.core.model import Message, ModelUsage, ToolCall
-from todo_agent.core.permissions import PermissionPolicy
-from todo_agent.core.reminders import compaction_kept, since_compaction
-from todo_agent.core.session import CompactionMark, Session
-from todo_agent.core.tokens import ContextBudget, TokenCounter
+from todo_agent.core.model.base import Message, ModelUsage, ToolCall
+from todo_agent.core.permissions.policy import PermissionPolicy
+from todo_agent.core.session.transcript import CompactionMark, Session
+from todo_agent.core.tasks.reminders import compaction_kept, since_compaction
+from todo_agent.core.window.compaction import person_quotes, split_point, summary_message
+from todo_agent.core.window.tokens import ContextBudget, TokenCounter
 
 
 def ends(events: list[Any]) -> TurnEnd:
@@ -214,7 +214,7 @@ def test_invalid_stored_arguments_are_sanitised_on_load(workspace: Path) -> None
 
 
 def test_the_picker_reads_the_header_not_the_body(workspace: Path) -> None:
-    from todo_agent.core.session import list_sessions
+    from todo_agent.core.session.directory import list_sessions
 
     session = Session.create(workspace)
     session.append({"role": "user", "content": "the  first\nprompt"})

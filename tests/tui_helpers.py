@@ -13,7 +13,8 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from todo_agent.core.model import Message, ModelResponse, ScriptedModel, StreamItem
+from todo_agent.core.model.base import Message, ModelResponse, StreamItem
+from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.main import MainScreen

@@ -33,7 +33,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input, TextArea
 
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.settings import Config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from textual.command import Provider
     from textual.driver import Driver
 
-    from todo_agent.core.model import ChatModel
+    from todo_agent.core.model.base import ChatModel
     from todo_agent.core.runtime import Runtime
 
     from .screens.approval import ApprovalScreen
@@ -160,7 +160,7 @@ class TodoAgentApp(App[int]):
         def build() -> Runtime:
             if create is not None:
                 return create(config, app.broker)
-            from todo_agent.core.runtime import Runtime  # the agent core: after the first frame
+            from todo_agent.core.runtime import Runtime
 
             from .screens import approval, main  # noqa: F401  (here, not on the event loop at the swap)
 
@@ -354,7 +354,7 @@ def _approval_screen(screen: object) -> ApprovalScreen | None:
 def screenshot_directory() -> Path:
     from platformdirs import user_downloads_path
 
-    from todo_agent.core.session_dir import data_root
+    from todo_agent.core.session.directory import data_root
 
     downloads = user_downloads_path()
     return downloads if downloads.is_dir() else data_root() / "screenshots"
@@ -383,7 +383,7 @@ def run_app(
         app.run()
         return app.return_code or 0
     if resume:  # an unknown id is found at once (a file name), and said before the app starts
-        from todo_agent.core.session_dir import find_session
+        from todo_agent.core.session.directory import find_session
 
         find_session(target.workspace, resume)
     app = TodoAgentApp.starting(target, resume=resume, continue_latest=continue_latest, initial_prompt=initial_prompt)

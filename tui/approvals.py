@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 
 Resolve = Callable[[ApprovalAnswer | None], None]
 

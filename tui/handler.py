@@ -26,7 +26,7 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
-from todo_agent.core.tasks import Task
+from todo_agent.core.tasks.model import Task
 
 from .transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from todo_agent.core.model import content_text
-from todo_agent.core.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
-from todo_agent.core.session import CompactionMark
+from todo_agent.core.model.base import content_text
+from todo_agent.core.session.transcript import CompactionMark
+from todo_agent.core.tasks.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
 from todo_agent.core.tools.base import short
 
 ToolStatus = Literal["running", "ok", "error", "denied", "cancelled"]
@@ -96,7 +96,7 @@ _FAILED_STARTS: dict[str, ToolStatus] = {
     "cancelled:": "cancelled",
     "The user rejected": "denied",
 }
-"""How the core words a failed, refused or cancelled call (`core/batch.py`, `core/history.py`)."""
+"""How the core words a failed, refused or cancelled call (`core/engine/batch.py`, `core/model/history.py`)."""
 _FAILED_LAST_LINE = re.compile(r"Exit code -?\d+( \(killed by [^)]*\))?|Command timed out after .*")
 """Bash's note on a non-zero exit, a signal or a timeout (`core/tools/bash.py`)."""
 _RECORDED: dict[str, ToolStatus] = {"ok": "ok", "error": "error", "denied": "denied", "cancelled": "cancelled"}

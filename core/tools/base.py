@@ -10,7 +10,7 @@ before the function runs. Adding a tool is one declaration and one function:
 # core/tools/word_count.py, with its description in core/tools/word_count.md
 from pydantic import Field
 
-from ..context import ToolContext
+from .context import ToolContext
 from .arguments import Arguments, Text
 from .base import ToolError, declare
 
@@ -45,13 +45,10 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from ..context import ToolContext
-from ..history import strict_json
-from .arguments import Arguments, arguments_error, object_schema
+from ..model.history import strict_json
+from .arguments import Arguments, arguments_error
+from .context import ToolContext
 from .results import ToolError, ToolResult
-
-# Re-exported: tools and tests import these from here; hand-written schemas (tests) use object_schema.
-__all__ = ["Tool", "ToolError", "ToolResult", "declare", "load_description", "object_schema", "parse_as", "short"]
 
 ToolKind = Literal["read", "edit", "execute", "task"]
 """`read` never writes; `edit` writes files (the path is in `file_path`); `execute`

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..context import HIDDEN_ENV, ToolContext
 from ..pipes import CappedOutput, open_read_pipe, signal_group, wait_exit
 from .arguments import Arguments, Count, Hint, Text
-from .base import ToolError, ToolResult, declare, short
+from .base import declare, short
+from .context import HIDDEN_ENV, ToolContext
+from .results import ToolError, ToolResult
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600

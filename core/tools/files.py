@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import Field
 
-from ..context import ToolContext
 from .arguments import AnyText, Arguments, Count, Flag, PathText
-from .base import ToolError, declare, parse_as
+from .base import declare, parse_as
+from .context import ToolContext
 from .fs import (
     BINARY_SAMPLE,
     LINE_BYTES,
@@ -34,6 +34,7 @@ from .fs import (
     short_path,
 )
 from .previews import PREVIEW_INPUT_MAX_CHARS, count_lines, too_big_note, unified_diff
+from .results import ToolError
 
 DEFAULT_LIMIT = 2000
 _SNIPPET_CONTEXT = 4

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from ..atomic import atomic_write, temp_beside
-from ..context import ToolContext
+from .context import ToolContext
 from .results import ToolError
 
 MAX_LINE_CHARS = 2000
@@ -193,7 +193,7 @@ _TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 
 def _pending_dir() -> Path:
-    from ..session import data_root
+    from ..session.directory import data_root
 
     return data_root() / "pending-writes"
 

@@ -32,11 +32,12 @@ from typing import Any
 
 from pydantic import Field
 
-from ..context import ToolContext
 from ..globs import split_literal_prefix
 from .arguments import Arguments, OptionalPath, Text
-from .base import ToolError, declare, short
+from .base import declare, short
+from .context import ToolContext
 from .fs import display_path, printable
+from .results import ToolError
 from .walk import MAX_MATCH_CHARS, SKIP_DIRS, find_files, glob_regex, search_boundary, within
 
 MAX_FILES = 200

@@ -21,15 +21,17 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
-from .. import task_rules as rules
-from ..context import ToolContext
 from ..events import TasksUpdated
 from ..lifecycle import TaskChange, run_gates
-from ..task_model import STATUSES
-from ..task_rules import short_id
-from ..tasks import StoreError, Task, TaskStore, TodoItem, open_blockers, render_for_model
+from ..tasks import rules
+from ..tasks.model import STATUSES, StoreError, Task, TodoItem
+from ..tasks.render import render_for_model
+from ..tasks.rules import open_blockers, short_id
+from ..tasks.store import TaskStore
 from .arguments import Arguments, Label, RequiredLabel, fail, structured
-from .base import Tool, ToolError, declare, parse_as, short
+from .base import Tool, declare, parse_as, short
+from .context import ToolContext
+from .results import ToolError
 
 R = TypeVar("R")
 

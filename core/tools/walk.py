@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..context import ToolContext
 from ..globs import compile_glob
+from .context import ToolContext
 from .ignores import IgnoreRules
 from .results import ToolError
 

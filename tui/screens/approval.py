@@ -29,7 +29,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from todo_agent.core.permission_model import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 
 from ..sanitize import sanitize
 from ..widgets.preview import has_hidden_characters, one_line, render_preview

@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from todo_agent.core.hook_spec import HookSpec
+from todo_agent.core.hooks.spec import HookSpec
 
 from ..sanitize import sanitize
 

@@ -28,11 +28,12 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from todo_agent.core.events import Event
+from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session import SessionError
+from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
-from todo_agent.core.shell_hooks import SessionSource
-from todo_agent.core.tasks import Task, render_tasks
+from todo_agent.core.tasks.model import Task
+from todo_agent.core.tasks.render import render_tasks
 
 from ..commands import looks_like_command, parse
 from ..handler import EventHandler

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from todo_agent.core.rewind import FilePlan, RewindPlan
+from todo_agent.core.changes.rewind import FilePlan, RewindPlan
 
 from ..sanitize import sanitize
 from ..widgets.preview import render_preview

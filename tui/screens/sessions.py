@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from todo_agent.core.session import SessionInfo
+from todo_agent.core.session.directory import SessionInfo
 from todo_agent.core.tools.base import short
 
 from ..sanitize import sanitize

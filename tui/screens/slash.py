@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from todo_agent.core.permission_model import MODES
+from todo_agent.core.permissions.modes import MODES
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.task_history import render as render_history
-from todo_agent.core.tasks import render_tasks
+from todo_agent.core.tasks.history import render as render_history
+from todo_agent.core.tasks.render import render_tasks
 
 from ..commands import help_text, parse
 from ..transcript import Entry, NoticeEntry, PlainEntry

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from textual import on
 from textual.containers import Vertical
 
-from todo_agent.core.rewind import RewindPlan
+from todo_agent.core.changes.rewind import RewindPlan
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.task_persistence import PersistenceError
-from todo_agent.core.tasks import StoreError
+from todo_agent.core.tasks.model import StoreError
+from todo_agent.core.tasks.persistence import PersistenceError
 
 from ..transcript import NoticeEntry
 from ..widgets.conversation import Conversation

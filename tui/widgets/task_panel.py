@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
-from todo_agent.core.task_model import Task, time_in_progress
+from todo_agent.core.tasks.model import Task, time_in_progress
 
 from ..sanitize import sanitize
 from .spinner import Spinner

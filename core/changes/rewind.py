@@ -1,0 +1,240 @@
+"""Rewinding a task: its files back to what they held before the task touched them.
+
+`plan` looks at each file the task changed and says what a rewind would do: restore
+its old content, delete a file the task created, nothing (it is already as before), or
+nothing possible (its old content was too big to keep, or never known). A file that is
+no longer what the task left (a later task or the person changed it since) is a
+conflict: the plan names who, and carries the diff from what the task left to what is
+there now, so the person decides per file. Nothing is written by `plan`.
+
+`apply` writes a journal (`<id>.rewind.json`, atomically) naming every file and its
+target, then puts each file back (each atomically: a temporary file renamed over it),
+records the rewind with the task's changes, sets the task back to pending with one
+line for the model (delivered once, like the person's other panel edits) and a version
+in the plan history, and removes the journal. A crash (kill -9) before the journal is
+written changes nothing; after it, `recover` (run when the session is opened) finishes
+the same steps, every one of which can run twice: the result is the old state or the new
+one, never a mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..atomic import atomic_write
+from ..tasks.model import StoreError
+from ..tasks.store import TaskStore
+from .log import ChangeLog, Content, FileChange, unified
+
+Action = Literal["restore", "delete", "nothing", "unavailable"]
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    path: str
+    action: Action
+    conflict: str = ""
+    """Empty, or who changed the file since the task: "changed later by task #3"."""
+    diff: str = ""
+    """For a conflict, what changed since the task; otherwise what the rewind would undo."""
+    note: str = ""
+
+    @property
+    def suggested(self) -> bool:
+        """Selected at first: a file that can be put back and nobody changed since."""
+        return self.action in ("restore", "delete") and not self.conflict
+
+
+@dataclass(frozen=True)
+class RewindPlan:
+    task_id: str
+    subject: str
+    files: tuple[FilePlan, ...]
+
+    @property
+    def actionable(self) -> tuple[FilePlan, ...]:
+        return tuple(f for f in self.files if f.action in ("restore", "delete"))
+
+
+def _now_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _matches(content: Content, data: bytes | None) -> bool | None:
+    """Whether `data` (None: no file) is `content`; None when that cannot be told."""
+    if content.state == "absent":
+        return data is None
+    if content.state == "kept":
+        return data is not None and hashlib.sha256(data).hexdigest() == content.digest
+    if content.state == "too_big":
+        return None if data is not None and len(data) == content.size else False
+    return None
+
+
+def _later(changes: ChangeLog, task_id: str, change: FileChange) -> list[str]:
+    """Other tasks that changed the file after `task_id` last did."""
+    later = {
+        task
+        for task, files in changes.records.items()
+        if task != task_id and any(f.path == change.path and f.first > change.last for f in files)
+    }
+    return sorted(later, key=lambda t: int(t) if t.isdigit() else 0)
+
+
+def _escapes(changes: ChangeLog, path: str) -> bool:
+    """Whether writing `path` now would land outside the workspace: a folder on the way
+    was replaced by a symlink (a model could do that between the task and the rewind,
+    so that putting back or deleting "its" file hits one of the person's elsewhere).
+    The file itself may be a symlink: it is replaced or removed, never followed."""
+    return changes.relative((changes.workspace / path).parent) is None
+
+
+def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
+    if _escapes(changes, change.path):
+        return FilePlan(change.path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
+    where = changes.workspace / change.path
+    # A symlink is shown as what it is, never read through (it may lead anywhere).
+    now = f"(a symlink to {os.readlink(where)})\n".encode() if where.is_symlink() else _now_bytes(where)
+    before = None if change.before.state == "absent" else changes.blob(change.before)
+    if change.before.state in ("too_big", "unknown") or (change.before.state == "kept" and before is None):
+        return FilePlan(change.path, "unavailable", note=change.before.note() or "its saved content is missing")
+    if _matches(change.before, now):
+        return FilePlan(change.path, "nothing", note="already as before the task")
+    action: Action = "delete" if change.before.state == "absent" else "restore"
+    conflict = ""
+    diff = unified(change.path, now, before, before_label=f"{change.path} now", after_label=f"{change.path} rewound")
+    if not _matches(change.after, now):
+        later = _later(changes, task_id, change)
+        conflict = (
+            "changed later by " + ", ".join(f"task #{t}" for t in later)
+            if later
+            else "changed since the task, not by a task (by you, or with no task in progress)"
+        )
+        left = None if change.after.state == "absent" else changes.blob(change.after)
+        diff = unified(change.path, left, now, before_label=f"task #{task_id} left", after_label="now")
+    return FilePlan(change.path, action, conflict, diff)
+
+
+def plan(changes: ChangeLog, store: TaskStore, task_id: str) -> RewindPlan:
+    """What rewinding `task_id` would do, file by file. Blocking (reads the files)."""
+    task = store.get(task_id)
+    subject = task.subject if task else ""
+    return RewindPlan(task_id, subject, tuple(_plan_file(changes, task_id, c) for c in changes.files_of(task_id)))
+
+
+# --- applying ---------------------------------------------------------------------------
+
+
+def journal_path(changes: ChangeLog) -> Path | None:
+    return (
+        None
+        if changes.path is None
+        else changes.path.with_name(changes.path.name.replace(".changes.json", ".rewind.json"))
+    )
+
+
+def describe(task_id: str, subject: str, done: list[FilePlan], kept: list[FilePlan]) -> str:
+    """The line the model (and the plan history) gets."""
+    restored = [f.path for f in done if f.action == "restore"]
+    deleted = [f.path for f in done if f.action == "delete"]
+    parts = []
+    if restored:
+        parts.append("restored " + ", ".join(restored))
+    if deleted:
+        parts.append("deleted " + ", ".join(deleted) + " (created by the task)")
+    text = f'rewound #{task_id} "{subject}": ' + ("; ".join(parts) or "no file put back")
+    text += " to their state before the task; the task is pending again"
+    if kept:
+        text += "; left as they are: " + ", ".join(f"{f.path} ({f.conflict or f.note})" for f in kept)
+    return text
+
+
+def _put_back(changes: ChangeLog, path: str, target: Content) -> None:
+    if _escapes(changes, path):  # checked in the plan; changed since: leave it
+        return
+    where = changes.workspace / path
+    if target.state == "absent":
+        with contextlib.suppress(FileNotFoundError):
+            where.unlink()
+        return
+    data = changes.blob(target)
+    if data is None:
+        return  # checked in the plan; gone since: leave the file as it is
+    where.parent.mkdir(parents=True, exist_ok=True)
+    mode = None
+    with contextlib.suppress(OSError):
+        mode = where.stat().st_mode & 0o7777
+    atomic_write(where, data)
+    if mode is not None:
+        with contextlib.suppress(OSError):
+            os.chmod(where, mode)
+
+
+def _finish(changes: ChangeLog, journal: dict[str, Any]) -> None:
+    """Steps 2 and 3, blocking and repeatable: files back, the rewind recorded."""
+    for item in journal["files"]:
+        _put_back(changes, item["path"], Content(**item["to"]))
+    if any(r.get("id") == journal["id"] for r in changes.rewinds):
+        return
+    restored = {item["path"] for item in journal["files"]}
+    task = journal["task"]
+    changes.records[task] = tuple(f for f in changes.files_of(task) if f.path not in restored)
+    changes.rewinds.append(
+        {"id": journal["id"], "task": task, "at": journal["at"], "restored": sorted(restored), "text": journal["text"]}
+    )
+    changes.save()
+
+
+async def apply(changes: ChangeLog, store: TaskStore, rewind: RewindPlan, chosen: Collection[str]) -> str:
+    """Put back the files of `rewind` named in `chosen`; returns the line the model gets."""
+    done = [f for f in rewind.actionable if f.path in chosen]
+    kept = [f for f in rewind.files if f not in done and f.action != "nothing"]
+    text = describe(rewind.task_id, rewind.subject, done, kept)
+    targets = {c.path: c.before for c in changes.files_of(rewind.task_id)}
+    rewind_id = secrets.token_hex(6)
+    journal = {
+        "id": rewind_id,
+        "task": rewind.task_id,
+        "at": time.time(),
+        "text": text,
+        "files": [{"path": f.path, "to": asdict(targets[f.path])} for f in done],
+    }
+    where = journal_path(changes)
+    if where is not None:
+        await asyncio.to_thread(atomic_write, where, json.dumps(journal).encode())
+    await asyncio.to_thread(_finish, changes, journal)
+    with contextlib.suppress(StoreError):  # the task was deleted meanwhile: the files are back all the same
+        await store.user_rewound(rewind.task_id, text, rewind_id)
+    if where is not None:
+        with contextlib.suppress(FileNotFoundError):
+            where.unlink()
+    return text
+
+
+def recover(changes: ChangeLog, store: TaskStore) -> str | None:
+    """Finish a rewind a crash interrupted (at session open); returns a notice, if any."""
+    where = journal_path(changes)
+    if where is None or not where.exists():
+        return None
+    try:
+        journal = json.loads(where.read_bytes())
+        _finish(changes, journal)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"An interrupted rewind could not be finished ({exc}); its journal is {where}."
+    with contextlib.suppress(StoreError):
+        store.apply_now(store.rewound_step(str(journal["task"]), str(journal["text"]), str(journal["id"])))
+    where.unlink(missing_ok=True)
+    return f"Finished a rewind that was interrupted: {journal['text']}"

@@ -1,0 +1,318 @@
+"""Running one response's tool calls: approval, concurrency, results, queued events.
+
+Each call's permission is decided immediately before it runs, never earlier: a command
+earlier in the batch may have changed what a path means (a symlink made by an allowed
+`git checkout`). Consecutive file/search reads that are allowed at that moment run
+concurrently with each other, but never ahead of an earlier write or command; any call
+that may need approval runs alone, in order, after the awaited approval. Events that
+tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
+yields at most one event of each coalescable kind (its final state).
+
+Lifecycle gates (`PreToolUse`/`PostToolUse` hooks): `before_tool` is asked first, ahead
+of the permission check, as in Claude Code (a hook can refuse a call nobody has been
+asked about yet, and the person is never asked about a call a hook refuses); a block
+answers the call with the gate's reason as a `denied` error. `after_tool` runs after a
+call that ran (ok or error) and may add to its result. Their events are yielded just
+before the call's `ToolFinished`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from ..events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
+from ..lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
+from ..model.base import ToolCall
+from ..model.history import CANCELLED
+from ..permissions.modes import ApprovalAnswer, ApprovalRequest, Approver
+from ..permissions.policy import PermissionPolicy
+from ..tools.base import Tool, parse_arguments
+from ..tools.context import ToolContext
+from ..tools.results import ToolError, ToolResult
+
+log = logging.getLogger(__name__)
+
+NO_APPROVER = (
+    "denied: this call needs approval and nobody can be asked in headless mode. "
+    "Allow it with --permission-mode acceptEdits/bypassPermissions or a [permissions] allow rule."
+)
+
+
+@dataclass
+class Prepared:
+    call: ToolCall
+    tool: Tool | None
+    args: dict[str, Any]
+    error: str | None
+
+    @property
+    def is_read(self) -> bool:
+        # Only file/search reads overlap. Task tools run in order, so a TaskList after a
+        # TaskCreate in the same response sees the new task.
+        return self.error is None and self.tool is not None and self.tool.kind == "read"
+
+
+Status = Literal["ok", "error", "denied", "cancelled"]
+
+
+@dataclass(frozen=True)
+class BatchDeps:
+    """What a batch needs from the agent that runs it."""
+
+    tools: Sequence[Tool]
+    permissions: PermissionPolicy
+    approver: Approver | None
+    """Asks the person about a call; None: nobody can be asked (headless)."""
+    lifecycle: Lifecycle
+    context: Callable[[str], ToolContext]
+    """The per-call context for a call id."""
+    record: Callable[[str, str, Status], str]
+    """Puts a call's result (call id, output, status) into history; returns the output as
+    kept there (a huge one is cut to fit the window)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    output: str
+    status: Status
+    elapsed: float = 0.0
+    events: tuple[Event, ...] = ()
+    """From the call's hooks, for the person."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.status != "ok"
+
+
+class BatchRunner:
+    def __init__(self, deps: BatchDeps, calls: Sequence[ToolCall], refused: Mapping[str, str] | None = None) -> None:
+        """`refused`: call id → the error result of a call that must not run (cut off at the
+        output limit, or repeated once too often; `core/engine/guards.py`)."""
+        self.deps = deps
+        self.refused = refused or {}
+        self.prepared = [self._prepare(call) for call in calls]
+        self.rejected = False
+        self.queued: list[Event] = []
+        self.answered: set[str] = set()
+
+    async def run(self) -> AsyncIterator[Event]:
+        position = 0
+        while position < len(self.prepared) and not self.rejected:
+            group = self._next_group(position)
+            position += len(group)
+            for item in group:
+                yield self._started(item)
+            if len(group) == 1:
+                outcomes = [await self._run_one(group[0])]
+            else:
+                outcomes = list(await asyncio.gather(*(self._run_read(item) for item in group)))
+            for item, outcome in zip(group, outcomes, strict=True):
+                for event in outcome.events:
+                    yield event
+                yield self._finish(item, outcome)
+        for item in self.prepared:
+            if item.call.id not in self.answered:
+                yield self._finish(
+                    item, Outcome("cancelled: the user rejected an earlier call in this batch", "cancelled")
+                )
+        for event in self.flush_events():
+            yield event
+
+    def cancel_remaining(self) -> list[Event]:
+        """After an interrupt: finish every unanswered call as cancelled, then flush."""
+        events: list[Event] = [
+            self._finish(item, Outcome(CANCELLED, "cancelled"))
+            for item in self.prepared
+            if item.call.id not in self.answered
+        ]
+        return events + self.flush_events()
+
+    def flush_events(self) -> list[Event]:
+        last_of_kind: dict[type, int] = {}
+        for index, event in enumerate(self.queued):
+            if isinstance(event, COALESCED_KINDS):
+                last_of_kind[type(event)] = index
+        kept = [
+            e for i, e in enumerate(self.queued) if not isinstance(e, COALESCED_KINDS) or last_of_kind[type(e)] == i
+        ]
+        self.queued = []
+        return kept
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _prepare(self, call: ToolCall) -> Prepared:
+        tool = next((t for t in self.deps.tools if t.name == call.name), None)
+        if call.id in self.refused:
+            return Prepared(call, tool, {}, self.refused[call.id])
+        if tool is None:
+            names = ", ".join(t.name for t in self.deps.tools)
+            return Prepared(call, None, {}, f"Error: unknown tool '{call.name}'. Available tools: {names}")
+        try:
+            args = parse_arguments(call.arguments)
+        except ToolError as exc:
+            return Prepared(call, tool, {}, f"Error: {exc}")
+        return Prepared(call, tool, args, None)
+
+    def _next_group(self, start: int) -> list[Prepared]:
+        """The calls to run next, from `start`: the reads there that are allowed right now
+        (decided now, after everything before them has run), or else the one call there."""
+        group: list[Prepared] = []
+        for item in self.prepared[start:]:
+            if not (item.is_read and item.tool is not None):
+                break
+            if self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
+                break
+            group.append(item)
+        return group or [self.prepared[start]]
+
+    def _started(self, item: Prepared) -> ToolStarted:
+        return ToolStarted(item.call.id, item.call.name, item.args, self._summary(item))
+
+    def _summary(self, item: Prepared) -> str:
+        if item.tool is not None:
+            try:
+                return item.tool.summarize(item.args)
+            except Exception:  # a summary is cosmetic; never let it break the batch
+                log.exception("summarize failed for %s", item.call.name)
+        return ""
+
+    async def _before_tool(self, item: Prepared) -> Outcome | None:
+        """The `before_tool` gates; an outcome when they refuse the call."""
+        gates = self.deps.lifecycle.before_tool
+        if not gates or item.error is not None or item.tool is None:
+            return None
+        verdict = await run_gates(gates, ToolUse(item.call.id, item.call.name, item.args))
+        if verdict.block:
+            return Outcome(verdict.block, "denied", events=verdict.events)
+        return Outcome("", "ok", events=verdict.events) if verdict.events else None
+
+    async def _run_read(self, item: Prepared) -> Outcome:
+        """A call of a concurrent group: it is allowed already; the gates still have a say."""
+        gated = await self._before_tool(item)
+        if gated is not None and gated.status == "denied":
+            return gated
+        return _with_events(await self._execute(item), gated)
+
+    async def _run_one(self, item: Prepared) -> Outcome:
+        gated = await self._before_tool(item)
+        if gated is not None and gated.status == "denied":
+            return gated
+        return _with_events(await self._decide_and_run(item), gated)
+
+    async def _decide_and_run(self, item: Prepared) -> Outcome:
+        if item.error is not None or item.tool is None:
+            return await self._execute(item)
+        decision = self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args)
+        if decision.verdict == "deny":
+            return Outcome(f"denied: {decision.reason}", "denied")
+        if decision.verdict == "ask":
+            answer = await self._ask(item, decision.reason, decision.outside_workspace)
+            if answer is None:
+                return Outcome(f"{NO_APPROVER} (It asks because {decision.reason}.)", "denied")
+            if answer.decision == "no":
+                self.rejected = True
+                return Outcome("The user rejected this tool call and stopped the turn.", "denied")
+            if answer.decision == "feedback":
+                return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
+            if answer.decision == "always":
+                self.deps.permissions.add_session_rule(self._suggested_rule(item))
+        return await self._execute(item)
+
+    async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
+        approver = self.deps.approver
+        if approver is None or item.tool is None:
+            return None
+        preview, kind = await self._preview(item)
+        # The model's own words for why (Bash's `description`) say more than the shortened command.
+        description = item.args.get("description")
+        summary = description.strip() if isinstance(description, str) and description.strip() else ""
+        request = ApprovalRequest(
+            tool=item.tool.name,
+            arguments=item.args,
+            summary=summary or self._started(item).summary,
+            preview=preview,
+            preview_kind=kind,
+            outside_workspace=outside,
+            suggested_rule=self._suggested_rule(item),
+            reason=reason,
+        )
+        return await approver(request)
+
+    def _suggested_rule(self, item: Prepared) -> str:
+        return self.deps.permissions.suggest_rule(item.call.name, item.args)
+
+    async def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
+        if item.tool is not None and item.tool.preview is not None:
+            try:  # a diff of a big file takes a while: keep the event loop (and the UI) free
+                return await asyncio.to_thread(item.tool.preview, item.args, self.deps.context(item.call.id)), "diff"
+            except Exception as exc:  # a preview must never block the approval itself
+                return f"(no preview: {exc})", "text"
+        if item.call.name == "Bash":
+            return str(item.args.get("command", "")), "command"
+        return "", "text"
+
+    async def _execute(self, item: Prepared) -> Outcome:
+        if item.error is not None or item.tool is None:
+            return Outcome(item.error or "Error: unknown tool", "error")
+        ctx = self.deps.context(item.call.id)
+        await self.deps.lifecycle.notify_tool_start(
+            ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
+        )
+        started = time.monotonic()
+        try:
+            result = await item.tool.run(item.args, ctx)
+        except ToolError as exc:
+            result = ToolResult(f"Error: {exc}", is_error=True)
+        except asyncio.CancelledError:
+            # Interrupted (esc): what the call did until then still belongs to its task
+            # (the files a command changed, to review and rewind; its time).
+            self.queued.extend(ctx.pending_events)
+            record = ToolRecord(
+                item.tool.name, item.tool.kind, time.monotonic() - started, True, item.call.id, item.args
+            )
+            self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
+            raise
+        except Exception as exc:  # a tool bug must not end the session; the model sees it
+            log.exception("tool %s crashed", item.tool.name)
+            result = ToolResult(f"Error: {item.tool.name} failed unexpectedly: {type(exc).__name__}: {exc}", True)
+        elapsed = time.monotonic() - started
+        self.queued.extend(ctx.pending_events)
+        if isinstance(result, str):
+            result = ToolResult(result)
+        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
+        self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
+        return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
+
+    async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
+        gates = self.deps.lifecycle.after_tool
+        if not gates:
+            return outcome
+        use = ToolUse(item.call.id, item.call.name, item.args)
+        verdict = await run_gates(gates, ToolOutput(use, outcome.output, outcome.is_error))
+        output = f"{outcome.output}\n\n{verdict.context}" if verdict.context else outcome.output
+        return replace(outcome, output=output, events=(*outcome.events, *verdict.events))
+
+    def _finish(self, item: Prepared, outcome: Outcome) -> ToolFinished:
+        self.answered.add(item.call.id)
+        output = self.deps.record(item.call.id, outcome.output, outcome.status)
+        return ToolFinished(
+            item.call.id,
+            item.call.name,
+            output,
+            outcome.is_error,
+            outcome.status,
+            outcome.elapsed,
+            self._summary(item),
+        )
+
+
+def _with_events(outcome: Outcome, earlier: Outcome | None) -> Outcome:
+    """`outcome`, with the events of the gates that let it run first."""
+    if earlier is None or not earlier.events:
+        return outcome
+    return replace(outcome, events=(*earlier.events, *outcome.events))

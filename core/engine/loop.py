@@ -1,0 +1,398 @@
+"""The agent turn: an async generator of events.
+
+One turn: append the prompt; then, until the model stops calling tools, compact the
+history if the prompt would pass the threshold, run the `before_request` providers, call
+the model, and run the response's tool calls as one batch. History is valid for the API
+after every step: each assistant tool call gets a `tool` reply (results, errors, denials,
+cancellations) before the next request.
+
+Long work: token use comes from the server's `usage` or an estimate (`core/window/tokens.py`);
+past `compact_threshold` of the window, or when the server refuses a request as too long
+(then the request is retried once), the older history is summarised (`core/window/compaction.py`).
+A turn ends for a stated reason: done, `max_turns` requests, an answer cut at the output
+limit, or the repeated-call guard (`core/engine/guards.py`).
+
+Interrupting (`Agent.interrupt()`) cancels whatever the turn awaits (model stream,
+approval, tools; a running Bash is killed with its process group); the turn then
+repairs history and ends with `TurnEnd("interrupted")`. It does so by cancelling the
+task that iterates the turn, so iterate it in a task that awaits nothing else between
+events (the TUI pumps it into a queue: `tui/turns.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
+from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
+from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, ToolCall
+from ..model.history import assistant_message, missing_replies
+from ..model.scripted import ScriptError
+from ..permissions.modes import Approver
+from ..permissions.policy import PermissionPolicy
+from ..session.transcript import Session
+from ..tasks.store import TaskStore
+from ..tools.base import Tool
+from ..tools.context import HIDDEN_ENV, ToolContext
+from ..window.keeper import WindowKeeper
+from ..window.tokens import ContextBudget, TokenCounter
+from .batch import BatchDeps, BatchRunner, Status
+from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AgentOptions:
+    max_turns: int = 200
+    """Model requests per user turn before the agent stops (`--max-turns`, `max_turns`)."""
+    repeat_limit: int = 5
+    """Identical tool calls in a row that count as a loop (`max_repeated_calls`; 0: off)."""
+    stream_retries: int = 2
+    """Extra attempts after a response that failed part-way (cut off, server error)."""
+    retry_delay: float = 1.0
+    """Seconds before the first retry; doubles each time."""
+
+
+@dataclass
+class Agent:
+    model: ChatModel
+    tools: Sequence[Tool]
+    workspace: Path
+    permissions: PermissionPolicy
+    system_prompt: str
+    session: Session | None = None
+    approver: Approver | None = None
+    tasks: TaskStore | None = None
+    hidden_env: frozenset[str] = HIDDEN_ENV
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    options: AgentOptions = field(default_factory=AgentOptions)
+    history: list[Message] = field(default_factory=list)
+    busy: bool = False
+    budget: ContextBudget = field(default_factory=ContextBudget)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    context_tokens: int = 0
+    """Prompt plus completion tokens of the latest response (or the estimated size of the
+    history, after a resume or a compaction): how full the context is."""
+    _task: asyncio.Task[Any] | None = field(default=None, repr=False)
+    _max_tokens: int = field(default=0, repr=False)
+    """`max_tokens` of the latest request."""
+    _interrupting: bool = field(default=False, repr=False)
+    _partial: list[str] = field(default_factory=list, repr=False)
+    """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
+    token, which made a 2 MB answer quadratic."""
+    _batch: BatchRunner | None = field(default=None, repr=False)
+    _window: WindowKeeper = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._window = WindowKeeper(self)
+        if self.session is not None:
+            self.history = self.session.messages
+        if self.history:  # a resumed session: its size, before any request measures it
+            self.context_tokens = self.prompt_estimate()
+
+    # --- public ---------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
+        """Run one user turn. Consume with `async with aclosing(agent.run_turn(p))`."""
+        async for event in self._run(self._turn(prompt)):
+            yield event
+
+    async def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
+        """Compact the history now (`/compact [focus]`); ends with `TurnEnd("done")` or
+        `TurnEnd("error")`. Interrupting it leaves the history as it was."""
+        async for event in self._run(self._compact_now(focus)):
+            yield event
+
+    def prompt_estimate(self) -> int:
+        """Tokens the next request would take, as the server would count them."""
+        return self.counter.prompt_tokens(self.request_messages(), self.schemas())
+
+    def prefix_tokens(self) -> int:
+        """The fixed part of every request: system prompt and tool schemas."""
+        return self.counter.estimate(self.request_messages()[:1], self.schemas())
+
+    async def _run(self, body: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
+        if self.busy:
+            raise RuntimeError("a turn is already running")
+        self.busy, self._interrupting = True, False
+        self._task = asyncio.current_task()
+        try:
+            async for event in body:
+                yield event
+        except asyncio.CancelledError:
+            if not self._interrupting or self._task is None:
+                raise
+            self._task.uncancel()
+            for event in self._finish_interrupted():
+                yield event
+        finally:
+            self._repair()
+            self.busy, self._task, self._batch = False, None, None
+
+    def interrupt(self) -> None:
+        """End the running turn as soon as possible; safe to call at any time."""
+        if self._task is not None and not self._interrupting:
+            self._interrupting = True
+            self._task.cancel()
+
+    # --- the turn -------------------------------------------------------------------
+
+    async def _turn(self, prompt: str) -> AsyncIterator[Event]:
+        gate = await run_gates(self.lifecycle.before_prompt, prompt)
+        for event in gate.events:
+            yield event
+        if gate.block:  # never sent, never kept: the person reads why and may try again
+            yield Notice(f"prompt not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
+            yield TurnEnd("blocked")
+            return
+        turn = _Turn({"role": "user", "content": prompt}, RepeatGuard(self.options.repeat_limit))
+        self.append(turn.prompt)
+        if gate.context:
+            self.append({"role": "user", "content": gate.context})
+        async for event in self._steps(turn):
+            yield event
+
+    async def _steps(self, turn: _Turn) -> AsyncIterator[Event]:
+        """Requests and tool batches until the model ends the turn (and nothing continues it)."""
+        for _ in range(self.options.max_turns):
+            response: ModelResponse | None = None
+            async for item in self._step(turn):
+                if isinstance(item, ModelResponse):
+                    response = item
+                else:
+                    yield item
+            if response is None:
+                yield TurnEnd("error")
+                return
+            turn.answered = True
+            calls = self._record_assistant(response)
+            yield AssistantMessage(response.content)
+            if not calls:
+                events, ended = await self._answered(turn, response)
+                for event in events:
+                    yield event
+                if ended:
+                    return
+                continue
+            verdict = turn.guard.check(calls)
+            if verdict == "stop":
+                for message in missing_replies(self.history, STOPPED_CALL):
+                    self.append(message, "cancelled")
+                yield Notice(stop_notice(calls, turn.guard.count), "warning")
+                yield TurnEnd("loop")
+                return
+            cut = response.finish_reason == "length"
+            refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
+            self._batch = BatchRunner(self._batch_deps(), calls, refused)
+            async for event in self._batch.run():
+                yield event
+            if self._batch.rejected:
+                yield TurnEnd("rejected")
+                return
+        yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
+        yield TurnEnd("max_turns")
+
+    async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
+        """The model answered without tool calls: the events to show, and whether the turn
+        ends (False: a turn-end check or a `stop` gate continued it)."""
+        if response.finish_reason == "length":
+            cut = Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning")
+            return [cut, TurnEnd("length", response.content)], True
+        events: list[Event] = []
+        follow_up = self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
+        if follow_up is None:
+            stop = await run_gates(self.lifecycle.stop, StopState(response.content, turn.stops))
+            events.extend(stop.events)
+            if not stop.block:
+                return [*events, TurnEnd("done", response.content)], True
+            follow_up, turn.stops = stop.block, turn.stops + 1
+        turn.continuations += 1
+        self.append({"role": "user", "content": follow_up})
+        return events, False
+
+    async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
+        """One model request: compact if due, append reminders, ask. A request the server
+        refuses as too long is retried once after compacting."""
+        if self._window.compaction_due():
+            async for event in self._window.compact("auto"):
+                yield event
+        overflow: list[ContextOverflowError] = []
+        for attempt in (1, 2):
+            async for item in self._ask(turn, overflow):
+                yield item
+            if not overflow or attempt == 2:
+                break
+            for event in self._window.learn_window(overflow[-1]):
+                yield event
+            compacted = False
+            async for event in self._window.compact("overflow"):
+                compacted = compacted or isinstance(event, Compacted)
+                yield event
+            if not compacted:
+                break
+        if overflow:  # refused again, or could not compact
+            dropped = self._drop_unsent(turn)
+            yield Error(
+                f"the conversation does not fit the model's context window ({overflow[-1].message}): use /compact "
+                f"(optionally saying what to keep) or /new to start over{dropped}"
+            )
+
+    async def _ask(self, turn: _Turn, overflow: list[ContextOverflowError]) -> AsyncIterator[Event | ModelResponse]:
+        """Reminders, the fit check, the request. A refusal as too long is put in `overflow`."""
+        overflow.clear()
+        for message in self.lifecycle.collect_before_request(self.history):
+            self.append(message)
+        if (problem := self.budget.prefix_problem(self.prefix_tokens())) is not None:
+            dropped = self._drop_unsent(turn)
+            yield Error(problem + dropped)
+            return
+        async for item in self._call_model():
+            if isinstance(item, ContextOverflowError):
+                overflow.append(item)
+            else:
+                yield item
+
+    async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
+        """One model request, retried when a response fails part-way. A refusal as too
+        long is handed back (not retried here: the history must shrink first)."""
+        schemas = self.schemas()
+        for attempt in range(1, self.options.stream_retries + 2):
+            self._partial = []
+            messages = self.request_messages()
+            self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
+            try:
+                async for item in self.model.stream(messages, schemas, max_tokens=self._max_tokens):
+                    if isinstance(item, str):
+                        self._partial.append(item)
+                        yield TextDelta(item)
+                        continue
+                    self._partial = []
+                    usage = self._usage(item, messages, schemas)
+                    self.context_tokens = usage.prompt_tokens + usage.completion_tokens
+                    yield usage
+                    yield item
+                    return
+                raise ModelError("the model stream ended without a response", retryable=True)
+            except ContextOverflowError as exc:
+                self._partial = []
+                yield exc
+                return
+            except ModelError as exc:
+                if not exc.retryable or attempt > self.options.stream_retries:
+                    self._partial = []
+                    yield Error(exc.message)
+                    return
+                if self._partial:
+                    self._partial = []  # void: an interrupt during the wait must not save it
+                    yield ResponseDiscarded(exc.message, attempt)
+                yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
+                await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
+            except ScriptError as exc:
+                yield Error(str(exc))
+                return
+            except Exception as exc:  # a model client bug or output nobody foresaw: end the turn, keep the session
+                log.exception("model stream failed")
+                self._partial = []
+                yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
+                return
+
+    # --- compaction -----------------------------------------------------------------
+
+    async def _compact_now(self, focus: str) -> AsyncIterator[Event]:
+        failed = False
+        async for event in self._window.compact("manual", focus):
+            failed = failed or (isinstance(event, Notice) and event.level == "error")
+            yield event
+        yield TurnEnd("error" if failed else "done")
+
+    def _drop_unsent(self, turn: _Turn) -> str:
+        """Take back the turn's prompt if the model has not answered it (`WindowKeeper.take_back`)."""
+        return "" if turn.answered else self._window.take_back(turn.prompt)
+
+    def _record_assistant(self, response: ModelResponse) -> list[ToolCall]:
+        message, calls = assistant_message(self.history, response)
+        self.append(message)
+        return calls
+
+    # --- helpers --------------------------------------------------------------------
+
+    def request_messages(self, history: Sequence[Message] | None = None) -> list[Message]:
+        """What a request sends: the system prompt, then `history` (by default the agent's own)."""
+        return [{"role": "system", "content": self.system_prompt}, *(self.history if history is None else history)]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self.tools]
+
+    def _batch_deps(self) -> BatchDeps:
+        return BatchDeps(self.tools, self.permissions, self.approver, self.lifecycle, self._tool_context, self._record)
+
+    def _tool_context(self, call_id: str) -> ToolContext:
+        gates = self.lifecycle.task_change
+        return ToolContext(
+            call_id,
+            self.workspace,
+            self.session,
+            self.tasks,
+            self.hidden_env,
+            read_denied=self.permissions.read_denied,
+            task_gates=gates if gates else None,
+        )
+
+    def _record(self, call_id: str, output: str, status: Status) -> str:
+        """A tool result into history, cut to fit first (one huge result must not fill the window)."""
+        kept = self._window.cap_tool_output(output)
+        self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
+        return kept
+
+    def append(self, message: Message, status: str | None = None) -> None:
+        """Add to history (and the session file). `status` is how a tool call ended."""
+        if self.session is not None:
+            self.session.append(message, status)
+        else:
+            self.history.append(message)
+
+    def _repair(self) -> None:
+        """Answer every unanswered tool call (cancelled) so the history stays valid."""
+        partial, self._partial = "".join(self._partial), []
+        if partial:
+            self.append({"role": "assistant", "content": partial + "\n\n[interrupted by the user]"})
+        for message in missing_replies(self.history):
+            self.append(message, "cancelled")
+
+    def _finish_interrupted(self) -> list[Event]:
+        events: list[Event] = []
+        if self._batch is not None:
+            events.extend(self._batch.cancel_remaining())
+        self._repair()
+        events.append(Notice("interrupted: the rest of this turn was cancelled", "warning"))
+        events.append(TurnEnd("interrupted"))
+        return events
+
+    def _usage(self, response: ModelResponse, messages: list[Message], schemas: list[dict[str, Any]]) -> Usage:
+        """The response's usage as the server reported it, else an estimate; either way the
+        counter learns from it."""
+        if response.usage is not None and response.usage.prompt_tokens > 0:
+            self.counter.observe(messages, schemas, response.usage)
+            return Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        completion_chars = len(response.content) + sum(len(c.arguments) for c in response.tool_calls)
+        prompt = self.counter.prompt_tokens(messages, schemas)  # still anchored on the last measured count
+        return Usage(prompt, max(1, self.counter.tokens(completion_chars)), estimated=True)
+
+
+@dataclass
+class _Turn:
+    """What one user turn keeps track of."""
+
+    prompt: Message
+    guard: RepeatGuard
+    continuations: int = 0
+    stops: int = 0
+    """How many times `stop` gates continued this turn."""
+    answered: bool = False
+    """Whether the model has answered anything in this turn yet."""

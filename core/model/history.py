@@ -1,0 +1,152 @@
+"""Keeping chat history valid for the API, whatever happened to it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .base import Message, ModelResponse, ToolCall
+
+CANCELLED = "cancelled: the turn was interrupted before this call finished"
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` without Python's extensions: NaN and Infinity are not JSON, and a
+    history or an event line holding them is rejected by strict parsers and servers."""
+
+    def reject(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        return json.loads(text, parse_constant=reject, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("it is nested too deeply") from None
+
+
+_INT_DIGITS = 4000
+"""Python refuses to convert longer integer strings (a DoS guard since 3.11)."""
+
+
+def _bounded_int(text: str) -> int | str:
+    """A JSON integer, or its digits as text when it is too long to be any real count or
+    id: the tool then says the value is no task / too large, instead of the parser failing."""
+    return int(text) if len(text) <= _INT_DIGITS else text
+
+
+def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:
+    """Ids of tool calls in the last assistant message that have no `tool` reply yet."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.get("role") == "assistant":
+            if not message.get("tool_calls"):
+                return []
+            answered = {m.get("tool_call_id") for m in history[index + 1 :] if m.get("role") == "tool"}
+            return [c["id"] for c in message["tool_calls"] if c.get("id") not in answered]
+        if message.get("role") == "user":
+            return []
+    return []
+
+
+def missing_replies(history: Sequence[Message], text: str = CANCELLED) -> list[Message]:
+    """`tool` replies that make the history valid again (for cancellations and crashes)."""
+    return [{"role": "tool", "tool_call_id": call_id, "content": text} for call_id in unanswered_tool_calls(history)]
+
+
+def repair_history(history: Sequence[Message]) -> tuple[list[Message], list[str]]:
+    """A copy of `history` that the API accepts, and what was changed to get there.
+
+    Every assistant tool call gets a reply right after its message (missing ones are
+    answered `cancelled`); `tool` messages that answer no pending call (orphans left by
+    a damaged file, duplicates) are dropped; tool-call arguments that are not valid JSON
+    (a cut-off call stored by an older version) become `{}`, since servers answer HTTP
+    500 to every request that replays them. Used when a session is loaded.
+    """
+    repaired: list[Message] = []
+    notes: list[str] = []
+    pending: list[str] = []
+
+    def close_pending() -> None:
+        if pending:
+            notes.append(f"{len(pending)} tool call(s) had no result; marked cancelled")
+            repaired.extend({"role": "tool", "tool_call_id": call_id, "content": CANCELLED} for call_id in pending)
+            pending.clear()
+
+    for message in history:
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in pending:
+                pending.remove(call_id)
+                repaired.append(message)
+            else:
+                notes.append(f"dropped a tool result that answers no pending call ({call_id!r})")
+            continue
+        close_pending()
+        fixed = _with_valid_arguments(message) if message.get("role") == "assistant" else message
+        if fixed is not message:
+            notes.append("invalid tool-call arguments replaced by {}")
+        repaired.append(fixed)
+        if fixed.get("role") == "assistant":
+            pending.extend(str(c.get("id")) for c in fixed.get("tool_calls") or [] if isinstance(c, dict))
+    close_pending()
+    return repaired, notes
+
+
+def _with_valid_arguments(message: Message) -> Message:
+    """`message` itself, or a copy whose tool calls all carry valid JSON arguments."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or all(_valid_arguments(c) for c in calls):
+        return message
+    fixed = [
+        c if _valid_arguments(c) else {**c, "function": {**(c.get("function") or {}), "arguments": "{}"}} for c in calls
+    ]
+    return {**message, "tool_calls": fixed}
+
+
+def _valid_arguments(call: object) -> bool:
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return True  # not a shape this can fix; left to the server to judge
+    arguments = call["function"].get("arguments")
+    if not isinstance(arguments, str):
+        return False
+    try:
+        strict_json(arguments)
+    except ValueError:  # JSONDecodeError too; NaN and Infinity are not JSON either
+        return False
+    return True
+
+
+def assistant_message(history: Sequence[Message], response: ModelResponse) -> tuple[Message, list[ToolCall]]:
+    """The message to append for `response`, and its tool calls as the batch runs them.
+
+    Ids must be unique across the whole history: servers that send none get ids from a
+    per-process counter, so a resumed session would repeat call_1, call_2, … A repeated or
+    missing id is replaced. Servers answer HTTP 500 to a history holding invalid JSON
+    arguments, so a call whose arguments do not parse is stored as `{}` (the batch answers
+    it with an error).
+    """
+    seen = {str(c.get("id")) for m in history if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+    calls: list[ToolCall] = []
+    for n, call in enumerate(response.tool_calls, start=1):
+        call_id = call.id if call.id and call.id not in seen else f"call_{len(history)}_{n}"
+        seen.add(call_id)
+        calls.append(ToolCall(call_id, call.name, call.arguments))
+    message: Message = {"role": "assistant", "content": response.content or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": _storable(c.arguments)},
+            }
+            for c in calls
+        ]
+    return message, calls
+
+
+def _storable(raw: str) -> str:
+    try:
+        strict_json(raw or "{}")
+    except ValueError:  # includes JSONDecodeError; NaN/Infinity are not JSON either
+        return "{}"
+    return raw or "{}"

@@ -1,0 +1,462 @@
+"""`OpenAIChatModel`: the chat-completions API over real HTTP, streamed.
+
+The only module that imports `openai` (and it is itself imported lazily). It turns the
+SDK's chunks into text deltas plus one `ModelResponse`, tolerating what OpenAI-compatible
+servers really send, and turns every SDK failure into a one-line `ModelError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import openai
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToolUnionParam
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from ..redact import mask_url, redact
+from .base import ContextOverflowError, Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
+
+_CONNECT_TIMEOUT = 10.0
+_MAX_DETAIL = 200
+
+
+class OpenAIChatModel:
+    """A `ChatModel` for OpenAI and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, …).
+
+    The SDK's own retries are off (`max_retries=0`): they waited seconds without a word on a
+    refused connection. Failures worth another try (connection errors, timeouts, 408, 409,
+    429, 5xx) are raised as `retryable`, and the agent loop retries them in view ("…;
+    retrying (1/2)"). One case is retried here, at once and silently: a request on a
+    kept-alive connection the server had already closed (llama.cpp closes them after each
+    stream), which is not a failure of the server at all.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        max_retries: int = 0,
+        timeout: float = 600,
+        first_byte_timeout: float = 60,
+    ) -> None:
+        """`timeout` bounds each read of the stream; `first_byte_timeout` bounds the wait
+        for the server to start answering a request (the SDK's own retries included)."""
+        self._model = model
+        self._first_byte_timeout = first_byte_timeout
+        self._raw_base_url = base_url
+        try:
+            self._client = self._make_client(base_url, api_key, max_retries, timeout)
+        except Exception as exc:  # the SDK raises its HTTP library's own errors for a bad URL
+            shown = mask_url(base_url or "")
+            raise ModelError(redact(f"cannot use base URL {shown!r}: {exc}", base_url)) from exc
+        self._send_stream_options = True
+        self._token_param: str | None = "max_tokens"
+        """How the output limit is sent: `max_tokens` (OpenAI-compatible servers),
+        `max_completion_tokens` (OpenAI's newer models refuse the former), or not at all."""
+        self._generated_ids = 0
+
+    @staticmethod
+    def _make_client(base_url: str | None, api_key: str | None, max_retries: int, timeout: float) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",  # local servers take any key; the SDK insists on one
+            max_retries=max_retries,
+            timeout=openai.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT)),
+        )
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The server's URL as messages show it: credentials in it masked."""
+        return mask_url(str(self._client.base_url).rstrip("/"))
+
+    async def aclose(self) -> None:
+        """Release the HTTP connection pool."""
+        await self._client.close()
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`
+        (whose message never shows a credential from the base URL), a `ContextOverflowError`
+        when the server refuses the prompt as too long."""
+        try:
+            async for item in self._stream(messages, tools, max_tokens):
+                yield item
+        except ContextOverflowError as exc:
+            raw = self._raw_base_url or str(self._client.base_url)
+            message = redact(exc.message, raw)
+            raise ContextOverflowError(message, window=exc.window, prompt_tokens=exc.prompt_tokens) from exc
+        except ModelError as exc:
+            raw = self._raw_base_url or str(self._client.base_url)
+            raise ModelError(redact(exc.message, raw), retryable=exc.retryable) from exc
+
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> AsyncIterator[StreamItem]:
+        stream = await self._open(messages, tools, max_tokens)
+        assembler = _Assembler()
+        async with stream:  # closes the HTTP response on cancellation, errors and early exit
+            try:
+                async for chunk in stream:
+                    for text in assembler.feed(chunk):
+                        yield text
+            except json.JSONDecodeError as exc:
+                raise ModelError(f"the server sent a malformed stream event ({exc.msg})", retryable=True) from exc
+            except UnicodeDecodeError as exc:
+                raise ModelError("the server sent bytes that are not UTF-8 in its stream", retryable=True) from exc
+            except openai.APIConnectionError as exc:
+                if assembler.finish_reason is None:
+                    reason = _connection_reason(exc)
+                    raise ModelError(
+                        f"the model's response was cut off (connection lost: {reason})", retryable=True
+                    ) from exc
+                # The answer was complete; only the trailing usage chunk or [DONE] was lost.
+            except openai.APIError as exc:
+                if (overflow := _overflow(exc)) is not None:
+                    raise overflow from exc
+                raise ModelError(f"the server reported an error mid-stream: {_detail(exc)}", retryable=True) from exc
+        yield assembler.finish(self._next_id)
+
+    def _next_id(self) -> str:
+        self._generated_ids += 1
+        return f"call_{self._generated_ids}"
+
+    async def _open(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            async with asyncio.timeout(self._first_byte_timeout):
+                return await self._open_with_fallback(messages, tools, max_tokens)
+        except TimeoutError:
+            raise ModelError(
+                f"{self.base_url} sent nothing for {self._first_byte_timeout:g} s after the request (it may be "
+                "overloaded, or still loading the model); raise first_byte_timeout in the settings to wait longer"
+            ) from None
+
+    async def _open_with_fallback(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            for _ in range(2):
+                try:
+                    return await self._create_once_more_if_dropped(messages, tools, max_tokens)
+                except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                    if not self._adapt(exc):
+                        raise
+            return await self._create_once_more_if_dropped(messages, tools, max_tokens)
+        except openai.APIError as exc:
+            raise self._error(exc) from exc
+
+    async def _create_once_more_if_dropped(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        try:
+            return await self._create(messages, tools, max_tokens)
+        except openai.APIConnectionError as exc:
+            if isinstance(exc, openai.APITimeoutError) or _could_not_connect(exc):
+                raise
+            return await self._create(messages, tools, max_tokens)  # the server had closed a pooled connection
+
+    def _adapt(self, exc: openai.APIError) -> bool:
+        """Drop or rename a parameter the server refused; True when the request may be retried."""
+        text = f"{exc.message} {exc.body}".lower()
+        if self._send_stream_options and ("stream_options" in text or "include_usage" in text):
+            # Some servers reject stream_options (400, or 422 from strict schemas); asked
+            # without it they answer normally, only without usage.
+            self._send_stream_options = False
+            return True
+        if self._token_param == "max_tokens" and "max_completion_tokens" in text and "max_tokens" in text:
+            self._token_param = "max_completion_tokens"  # OpenAI's reasoning models
+            return True
+        if self._token_param is not None and self._token_param in text and _overflow(exc) is None:
+            self._token_param = None  # a server that will not take an output limit at all
+            return True
+        return False
+
+    async def _create(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        # The history goes in `extra_body`, sent as it is: `messages=` would be walked
+        # message by message by the SDK's request transform, ~0.35 ms each on the event
+        # loop (0.7 s of frozen UI per request in a 2,000-message session). It is already
+        # plain JSON in the API's shape.
+        limit = max_tokens or openai.omit
+        return await self._client.chat.completions.create(
+            model=self._model,
+            messages=cast(Iterable[ChatCompletionMessageParam], []),
+            extra_body={"messages": list(messages)},
+            tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
+            stream=True,
+            stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
+            max_tokens=limit if self._token_param == "max_tokens" else openai.omit,
+            max_completion_tokens=limit if self._token_param == "max_completion_tokens" else openai.omit,
+        )
+
+    def _error(self, exc: openai.APIError) -> ModelError:
+        """One line a person can act on, for any failure before the stream starts;
+        `retryable` when asking again later may work (the loop retries it in view).
+        A refusal of the prompt as too long is a `ContextOverflowError`."""
+        if (overflow := _overflow(exc)) is not None:
+            return overflow
+        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            return self._explained(exc) or ModelError(self._status_message(exc), retryable=_worth_retrying(exc))
+        return ModelError(f"model API error: {_detail(exc)}")
+
+    def _explained(self, exc: openai.APIStatusError) -> ModelError | None:
+        """Failures that say what to change: asking again the same way cannot work."""
+        status, detail = exc.status_code, _detail(exc)
+        if _is_web_page(exc):
+            return ModelError(
+                f"{self.base_url} answered with a web page (HTTP {status}), not the OpenAI API: the base URL "
+                "should be the server's OpenAI-compatible endpoint, usually ending in /v1"
+            )
+        if "requires --jinja" in detail:  # llama.cpp started without --jinja (or with --no-jinja)
+            return ModelError(
+                f"the server cannot use tools: start llama-server with --jinja (not --no-jinja) "
+                f"(HTTP {status}: {detail})"
+            )
+        return None
+
+    def _status_message(self, exc: openai.APIStatusError) -> str:
+        status, detail = exc.status_code, _detail(exc)
+        if status == 401:
+            return f"authentication failed (HTTP 401): check OPENAI_API_KEY ({detail})"
+        if status == 404:
+            return f"model '{self._model}' not found at {self.base_url} (HTTP 404: {detail})"
+        if status == 429:
+            if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
+                return f"quota exceeded (HTTP 429): {detail}"
+            return f"rate limited (HTTP 429): {detail}"
+        if status >= 500:
+            return f"server error (HTTP {status}): {detail}"
+        what = {400: "request rejected", 403: "permission denied"}.get(status, f"HTTP error from {self.base_url}")
+        return f"{what} (HTTP {status}): {detail}"
+
+
+@dataclass
+class _PartialCall:
+    id: str | None
+    name: str = ""
+    arguments: str = ""
+
+
+class _Assembler:
+    """Accumulates one streamed answer: text, tool calls, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[_PartialCall] = []
+        self.by_index: dict[int, _PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.usage: ModelUsage | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[str]:
+        """Take one chunk; return its text deltas."""
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        deltas: list[str] = []
+        for choice in chunk.choices or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # only the first choice is ever asked for
+            delta = choice.delta
+            if delta is not None:
+                text = _as_text(delta.content)
+                if text:
+                    deltas.append(text)
+                    self.text.append(text)
+                for piece in delta.tool_calls or ():
+                    self._add(piece)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return deltas
+
+    def _add(self, piece: ChoiceDeltaToolCall) -> None:
+        index: int | None = getattr(piece, "index", None)  # some servers omit it on single calls
+        piece_id = piece.id or None
+        call = self.by_index.get(index) if index is not None else (self.calls[-1] if self.calls else None)
+        if call is None or (piece_id and call.id and piece_id != call.id):
+            # A new id at a known index is a new call: some servers put every parallel call at 0.
+            call = _PartialCall(id=piece_id)
+            self.calls.append(call)
+            if index is not None:
+                self.by_index[index] = call
+        elif piece_id and not call.id:
+            call.id = piece_id
+        function = piece.function
+        if function is None:
+            return
+        # Names may come in pieces; a server that repeats the whole name must not double it.
+        name = _as_text(function.name)
+        if name and name != call.name:
+            call.name += name
+        if function.arguments:
+            arguments: object = function.arguments
+            # Some servers send the arguments as an object rather than JSON text.
+            call.arguments += arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+    def finish(self, new_id: Callable[[], str]) -> ModelResponse:
+        """The complete response; `new_id()` names calls that came without an id."""
+        if self.finish_reason is None:
+            raise ModelError("the model's response was cut off (stream ended early)", retryable=True)
+        taken = {c.id for c in self.calls if c.id}
+        calls: list[ToolCall] = []
+        for call in self.calls:
+            call_id = call.id
+            while not call_id or (call.id is None and call_id in taken):
+                call_id = new_id()
+            taken.add(call_id)
+            calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
+        return ModelResponse(
+            content="".join(self.text),
+            tool_calls=tuple(calls),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+def _as_text(value: object) -> str:
+    """Delta text as some servers send it: a string, null, or a list of content parts;
+    lone surrogates become U+FFFD."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, list):
+        return valid_text("".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value))
+    return ""
+
+
+def _usage(usage: CompletionUsage) -> ModelUsage:
+    # Compatible servers sometimes send nulls here; the SDK does not validate.
+    return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
+
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+def _worth_retrying(exc: openai.APIStatusError) -> bool:
+    """What the SDK itself would retry: a server that says so, 408, 409, 429 and 5xx;
+    not OpenAI's 429 "insufficient_quota" (no credit: waiting will not help)."""
+    should = exc.response.headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    if exc.code == "insufficient_quota":
+        return False
+    return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+
+
+def _is_web_page(exc: openai.APIStatusError) -> bool:
+    """An HTML answer: the URL points at a web server, not at an OpenAI-compatible API."""
+    kind = exc.response.headers.get("content-type", "")
+    text = exc.body if isinstance(exc.body, str) else exc.message
+    return "html" in kind or text.lstrip().lower().startswith(("<!doctype", "<html"))
+
+
+def _could_not_connect(exc: openai.APIConnectionError) -> bool:
+    """Whether the connection itself failed (refused, no such host, unreachable), as
+    opposed to one the server closed under a request."""
+    seen = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if "Connect" in type(cause).__name__ or isinstance(cause, socket.gaierror | ConnectionRefusedError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_OVERFLOW_WORDS = (
+    "maximum context length",  # OpenAI, vLLM
+    "context length exceeded",
+    "exceeds the available context size",  # llama.cpp
+    "exceed_context_size",
+    "context window",
+    "prompt is too long",  # Anthropic-style proxies
+    "input is too long",
+    "too many tokens",
+)
+_WINDOW_PATTERNS = (
+    re.compile(r"maximum context length is (\d+)"),
+    re.compile(r"context (?:size|length|window) (?:is |of )?(\d+)"),
+)
+
+
+def _overflow(exc: openai.APIError) -> ContextOverflowError | None:
+    """The server's "your prompt is too long for my context window", in any dialect; else None.
+
+    OpenAI: 400 `code: context_length_exceeded`, "This model's maximum context length is
+    128000 tokens…"; vLLM: 400, the same words; llama.cpp: 400 `type:
+    exceed_context_size_error` with `n_ctx` and `n_prompt_tokens`; others: similar words.
+    """
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.APIConnectionError) or (status is not None and status not in (400, 413, 422)):
+        return None
+    body = exc.body if isinstance(exc.body, dict) else {}
+    codes = {str(body.get("code") or ""), str(body.get("type") or ""), str(exc.code or ""), str(exc.type or "")}
+    text = f"{exc.message} {body.get('message') or ''}".lower()
+    if not (codes & _OVERFLOW_CODES or any(word in text for word in _OVERFLOW_WORDS)):
+        return None
+    window = body.get("n_ctx") if isinstance(body.get("n_ctx"), int) else None
+    if window is None:
+        found = next((m for p in _WINDOW_PATTERNS if (m := p.search(text))), None)
+        window = int(found.group(1)) if found else None
+    prompt = body.get("n_prompt_tokens") if isinstance(body.get("n_prompt_tokens"), int) else None
+    size = f" ({prompt:,} tokens)" if prompt else ""
+    where = f" of {window:,} tokens" if window else ""
+    said = f"HTTP {status}: {_detail(exc)}" if status else _detail(exc)
+    return ContextOverflowError(
+        f"the prompt{size} exceeds the model's context window{where} ({said})",
+        window=window,
+        prompt_tokens=prompt,
+    )
+
+
+def _detail(exc: openai.APIError) -> str:
+    """The server's own message, on one short line."""
+    body = exc.body
+    message: object = None
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+    elif isinstance(body, str):
+        message = body
+    if not isinstance(message, str) or not message.strip():
+        message = exc.message.split(" - ", 1)[-1] if exc.message.startswith("Error code:") else exc.message
+    return _one_line(str(message)) or "no details"
+
+
+def _connection_reason(exc: openai.APIConnectionError) -> str:
+    """The root cause in plain words: "Connection refused", "Name or service not known", …"""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    root: BaseException = exc
+    seen = {id(exc)}
+    while (inner := root.__cause__ or root.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        root = inner
+    if isinstance(root, socket.gaierror) and root.strerror:
+        reason = root.strerror
+    elif isinstance(root, OSError) and root.errno and root.errno > 0:
+        reason = os.strerror(root.errno)
+    else:
+        reason = str(root) or exc.message
+    return _one_line(reason).rstrip(".") or "connection error"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_DETAIL else line[: _MAX_DETAIL - 1] + "…"

@@ -1,0 +1,102 @@
+"""The task list's file: a JSON object with one task per line.
+
+`encode` writes it; `decode` reads it back and refuses anything that is not a valid list
+(wrong types, broken invariants: `rules.violations`), so a file edited by hand or
+cut short never becomes the store's state. The person's pending panel edits and the
+list's version are kept in the same document (`decode_user_changes`, `decode_version`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, fields
+from typing import Any, TypeGuard
+
+from .model import Task
+from .rules import Tasks, violations
+
+FILE_FORMAT = 1
+
+
+def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = (), version: int = 0) -> bytes:
+    """The file: a JSON object with one task per line, so it reads (and diffs) well.
+
+    `user_changes` are the person's panel edits the model has not been told about yet;
+    kept in the file so that quitting before the next request does not lose them.
+    """
+    rows = ",\n".join("  " + json.dumps(asdict(t), ensure_ascii=False) for t in tasks)
+    body = f"[\n{rows}\n]" if rows else "[]"
+    changes = f', "user_changes": {json.dumps(list(user_changes), ensure_ascii=False)}' if user_changes else ""
+    stamp = f', "version": {version}' if version else ""
+    return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{stamp}{changes}, "tasks": {body}}}\n'.encode()
+
+
+def decode_version(document: Any) -> int:
+    """The list's version (how many logged changes made it); 0 in files older than the log."""
+    raw = document.get("version") if isinstance(document, dict) else None
+    return raw if _is_int(raw) and raw > 0 else 0
+
+
+def decode_task(raw: Any) -> Task:
+    """One task as saved (also in the plan history); `ValueError` when malformed."""
+    return _decode_task(raw)
+
+
+def decode_user_changes(document: Any) -> tuple[str, ...]:
+    """The pending edits saved with the list; anything malformed there is dropped, not fatal."""
+    raw = document.get("user_changes") if isinstance(document, dict) else None
+    return tuple(item for item in raw if isinstance(item, str)) if isinstance(raw, list) else ()
+
+
+def decode(document: Any) -> tuple[Tasks, int]:
+    """The inverse of `encode`; raises `ValueError` on anything that is not a valid list."""
+    if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
+        raise ValueError("not a todo-agent task list (format 1)")
+    raw, next_id = document.get("tasks"), document.get("next_id")
+    if not isinstance(raw, list) or not _is_int(next_id):
+        raise ValueError("'tasks' must be a list and 'next_id' an integer")
+    tasks = tuple(_decode_task(item) for item in raw)
+    problems = violations(tasks, next_id)
+    if problems:
+        raise ValueError(problems[0])
+    return tasks, next_id
+
+
+_TEXT = {"id", "subject", "description", "activeForm", "status", "owner"}
+_IDS = {"blocks", "blockedBy"}
+_OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since"}
+
+
+def _decode_task(raw: Any) -> Task:
+    if not isinstance(raw, dict):
+        raise ValueError("a task entry is not an object")
+    values: dict[str, Any] = {}
+    for field in fields(Task):
+        if field.name in raw:
+            values[field.name] = _decode_value(field.name, raw[field.name])
+    if "id" not in values or "subject" not in values:
+        raise ValueError("a task entry lacks 'id' or 'subject'")
+    return Task(**values)
+
+
+def _decode_value(name: str, value: Any) -> Any:
+    if name in _TEXT and isinstance(value, str):
+        return value
+    if name in _IDS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if name == "tool_calls" and _is_int(value):
+        return value
+    if name in _OPTIONAL_TIMES and value is None:
+        return None
+    if name not in _TEXT | _IDS | {"tool_calls"} and _is_number(value):
+        return float(value)
+    raise ValueError(f"task field '{name}' has a wrong type ({type(value).__name__})")
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

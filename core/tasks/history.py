@@ -1,0 +1,155 @@
+"""The plan's history: every change to the task list, by the model or the person.
+
+`<session>.tasks.log.jsonl` gets one line per version of the list: who changed it
+(`model` or `person`), what (one line), when, the affected task as it was before (so
+the person's change can be undone), and the list after it (id, status, subject). The
+line is appended and fsynced under the task list's lock, just before the list itself
+is replaced; each carries the list's `version`, which the list file also stores. So a
+crash between the two leaves a line whose version the list never reached: it is
+ignored on reading, and the next change reuses the number (the later line wins).
+A torn last line is skipped. Tool-count updates are not versions and are not logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .model import Task
+
+Who = Literal["model", "person"]
+
+
+@dataclass(frozen=True)
+class Version:
+    """One change to the list."""
+
+    version: int
+    at: float
+    who: Who
+    what: str
+    task_id: str | None = None
+    before: dict[str, Any] | None = None
+    """The affected task before the change (None: it did not exist)."""
+    index: int | None = None
+    """Its position before the change."""
+    tasks: tuple[tuple[str, str, str], ...] = ()
+    """The list after the change: (id, status, subject)."""
+    undoes: int | None = None
+    """For an undo: the version it undid."""
+    undoable: bool = False
+    """A person's list edit that `u` can undo (not a rewind, not an undo)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def history_path(tasks_path: Path) -> Path:
+    return tasks_path.with_name(tasks_path.name.removesuffix(".json") + ".log.jsonl")
+
+
+def make(
+    version: int,
+    who: Who,
+    what: str,
+    tasks: Sequence[Task],
+    *,
+    before: Task | None = None,
+    task_id: str | None = None,
+    index: int | None = None,
+    undoes: int | None = None,
+    undoable: bool = False,
+    extra: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> Version:
+    return Version(
+        version,
+        time.time() if now is None else now,
+        who,
+        what,
+        task_id,
+        json.loads(json.dumps(asdict(before))) if before is not None else None,  # as read back from the file
+        index,
+        tuple((t.id, t.status, t.subject) for t in tasks),
+        undoes,
+        undoable,
+        extra or {},
+    )
+
+
+def append(path: Path, entry: Version) -> None:
+    """Append one line, durably (the caller holds the task list's lock)."""
+    line = (json.dumps(asdict(entry), ensure_ascii=False) + "\n").encode()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "rb+") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end and (handle.seek(end - 1), handle.read(1))[1] != b"\n":
+            line = b"\n" + line  # a torn last line (a crash mid-append) stays a line of its own
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _parse(line: str) -> Version | None:
+    try:
+        raw = json.loads(line)
+        tasks = tuple((str(a), str(b), str(c)) for a, b, c in raw.get("tasks", ()))
+        entry = Version(
+            version=int(raw["version"]),
+            at=float(raw["at"]),
+            who="person" if raw.get("who") == "person" else "model",
+            what=str(raw.get("what", "")),
+            task_id=None if raw.get("task_id") is None else str(raw["task_id"]),
+            before=raw.get("before") if isinstance(raw.get("before"), dict) else None,
+            index=raw.get("index") if isinstance(raw.get("index"), int) else None,
+            tasks=tasks,
+            undoes=raw.get("undoes") if isinstance(raw.get("undoes"), int) else None,
+            undoable=raw.get("undoable") is True,
+            extra=raw.get("extra") if isinstance(raw.get("extra"), dict) else {},
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    return entry
+
+
+def read(path: Path, upto: int) -> list[Version]:
+    """The versions up to `upto` (the list file's version), oldest first; never raises."""
+    with contextlib.suppress(OSError):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        entries: list[Version] = []
+        for line in text.splitlines():
+            entry = _parse(line)
+            if entry is None or entry.version > upto:
+                continue
+            while entries and entries[-1].version >= entry.version:  # a crash left a line the list never reached
+                entries.pop()
+            entries.append(entry)
+        return entries
+    return []
+
+
+def last_undoable(entries: Sequence[Version]) -> Version | None:
+    """The person's latest list edit that no undo has undone yet."""
+    undone = {e.undoes for e in entries if e.undoes is not None}
+    return next((e for e in reversed(entries) if e.undoable and e.version not in undone), None)
+
+
+MARKS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
+
+
+def render(entries: Sequence[Version], *, limit: int = 50) -> str:
+    """`/todos history`: one line per version, newest last, with the list it left."""
+    if not entries:
+        return "No changes to the task list yet."
+    shown = entries[-limit:]
+    lines = [f"Task list history ({len(entries)} versions{', latest ' + str(limit) if len(entries) > limit else ''})"]
+    for entry in shown:
+        stamp = time.strftime("%H:%M:%S", time.localtime(entry.at))
+        listing = " ".join(f"{MARKS.get(status, '?')}#{tid}" for tid, status, _ in entry.tasks) or "(empty)"
+        lines.append(f"v{entry.version:<3} {stamp}  {entry.who:<6}  {entry.what}")
+        lines.append(f"      {listing}")
+    return "\n".join(lines)

@@ -1,0 +1,324 @@
+"""The rules of the task list, as pure steps from one valid list to the next.
+
+Every function takes an immutable tuple of tasks and returns the next tuple, or raises
+`StoreError` with one clear line and changes nothing. The invariants they keep (and
+that `violations` checks, e.g. on a file read from disk): unique ids below `next_id`,
+known statuses, `blocks`/`blockedBy` symmetric and pointing at existing tasks, and no
+cycles among blockers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import cast
+
+from .model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome, time_in_progress
+
+Tasks = tuple[Task, ...]
+UPDATE_STATUSES: tuple[str, ...] = (*STATUSES, "deleted")
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Text fields an update may set; None leaves a field as it is."""
+
+    subject: str | None = None
+    description: str | None = None
+    active_form: str | None = None
+    owner: str | None = None
+
+
+def find(tasks: Tasks, task_id: str) -> Task:
+    for task in tasks:
+        if task.id == task_id:
+            return task
+    known = ", ".join(f"#{t.id}" for t in tasks[:20]) or "none"
+    raise StoreError(f"no task #{short_id(task_id)} (existing tasks: {known})")
+
+
+def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: str = "") -> str:
+    if status not in allowed:
+        choices = ", ".join(allowed[:-1]) + f" or {allowed[-1]}"
+        raise StoreError(f"{where}invalid status '{status}'; use {choices}")
+    return status
+
+
+def _subject(text: str, where: str = "") -> str:
+    subject = text.strip()
+    if not subject:
+        raise StoreError(f"{where}subject must not be empty")
+    return subject
+
+
+def with_status(task: Task, status: TaskStatus, now: float) -> Task:
+    """`task` in `status`, keeping the first start time, the completion time and the time
+    spent in progress (summed over stints) right."""
+    if status == task.status:
+        return task
+    if status == "in_progress":
+        started = task.started_at if task.started_at is not None else now
+        return replace(task, status=status, started_at=started, completed_at=None, progress_since=now)
+    if task.status == "in_progress":  # a stint ends
+        task = replace(task, progress_seconds=time_in_progress(task, now=now), progress_since=None)
+    if status == "completed":
+        return replace(task, status=status, completed_at=now)
+    return replace(task, status=status, completed_at=None)
+
+
+def create(
+    tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float
+) -> tuple[Tasks, Task]:
+    task = Task(
+        id=str(next_id),
+        subject=_subject(subject),
+        description=description.strip(),
+        activeForm=active_form.strip(),
+        created_at=now,
+    )
+    return (*tasks, task), task
+
+
+def update(
+    tasks: Tasks,
+    task_id: str,
+    *,
+    status: str | None,
+    changes: Fields,
+    now: float,
+    add_blocks: Iterable[str] = (),
+    add_blocked_by: Iterable[str] = (),
+) -> tuple[Tasks, UpdateOutcome]:
+    old = find(tasks, task_id)
+    if status is not None:
+        check_status(status)
+    if status == "deleted":
+        return remove(tasks, task_id), UpdateOutcome(old, deleted=True)
+    task = replace(
+        old,
+        subject=old.subject if changes.subject is None else _subject(changes.subject),
+        description=old.description if changes.description is None else changes.description.strip(),
+        activeForm=old.activeForm if changes.active_form is None else changes.active_form.strip(),
+        owner=old.owner if changes.owner is None else changes.owner.strip(),
+    )
+    if status is not None:
+        task = with_status(task, cast(TaskStatus, status), now)
+    new = tuple(task if t.id == task_id else t for t in tasks)
+    for blocked in add_blocks:
+        new = link(new, task_id, blocked)
+    for blocker in add_blocked_by:
+        new = link(new, blocker, task_id)
+    task = find(new, task_id)
+    return new, UpdateOutcome(task, notes=_start_notes(new, task) if status == "in_progress" else ())
+
+
+def _start_notes(tasks: Tasks, task: Task) -> tuple[str, ...]:
+    notes = []
+    others = [t.id for t in tasks if t.status == "in_progress" and t.id != task.id]
+    if others:
+        notes.append(f"Note: {_refs(others)} also in_progress; keep only one in progress.")
+    blockers = open_blockers(task, tasks)
+    if blockers:
+        notes.append(f"Note: #{task.id} is blocked by {_refs(blockers)}, not completed yet.")
+    return tuple(notes)
+
+
+def _refs(ids: Iterable[str]) -> str:
+    return ", ".join(f"#{i}" for i in ids)
+
+
+def link(tasks: Tasks, blocker: str, blocked: str) -> Tasks:
+    """Record that `blocker` must be finished before `blocked`, on both tasks."""
+    find(tasks, blocker)
+    find(tasks, blocked)
+    if blocker == blocked:
+        raise StoreError(f"task #{blocker} cannot block itself")
+    by_id = {t.id: t for t in tasks}
+    if blocked in by_id[blocker].blocks:
+        return tasks
+    if _reaches(by_id, blocked, blocker):
+        raise StoreError(f"blocker cycle: #{blocked} already blocks #{blocker} (directly or through other tasks)")
+
+    def linked(task: Task) -> Task:
+        if task.id == blocker:
+            return replace(task, blocks=(*task.blocks, blocked))
+        if task.id == blocked:
+            return replace(task, blockedBy=(*task.blockedBy, blocker))
+        return task
+
+    return tuple(linked(t) for t in tasks)
+
+
+def _reaches(by_id: dict[str, Task], start: str, goal: str) -> bool:
+    """Whether `goal` is reachable from `start` along `blocks` edges."""
+    stack, seen = [start], set()
+    while stack:
+        current = stack.pop()
+        if current == goal:
+            return True
+        if current not in seen and current in by_id:
+            seen.add(current)
+            stack.extend(by_id[current].blocks)
+    return False
+
+
+def remove(tasks: Tasks, task_id: str) -> Tasks:
+    """Drop a task and every blocker reference to it. Its id is never handed out again."""
+    return tuple(
+        replace(
+            t,
+            blocks=tuple(b for b in t.blocks if b != task_id),
+            blockedBy=tuple(b for b in t.blockedBy if b != task_id),
+        )
+        for t in tasks
+        if t.id != task_id
+    )
+
+
+def open_blockers(task: Task, tasks: Sequence[Task]) -> tuple[str, ...]:
+    """Ids of the tasks that block `task` and are not completed yet."""
+    status = {t.id: t.status for t in tasks}
+    return tuple(b for b in task.blockedBy if status.get(b, "completed") != "completed")
+
+
+def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: float) -> tuple[Tasks, int, ReplaceOutcome]:
+    """The whole-list update: the list becomes `todos`, in that order.
+
+    An item whose content equals an existing task's subject keeps that task (its id,
+    times and tool counts); other items become new tasks. Among tasks with the same
+    subject, one that also has the item's status is preferred, so dropping one of two
+    look-alikes keeps the right id.
+    """
+    unmatched: dict[str, list[Task]] = {}
+    for task in tasks:
+        unmatched.setdefault(task.subject, []).append(task)
+    new: list[Task] = []
+    for n, item in enumerate(todos):
+        where = f"todos[{n}]: "
+        subject = _subject(item.content, where)
+        status = cast(TaskStatus, check_status(item.status, STATUSES, where))
+        same = unmatched.get(subject)
+        if same:
+            pick = next((t for t in same if t.status == status), same[0])
+            same.remove(pick)
+            base = replace(pick, activeForm=item.active_form.strip())
+        else:
+            base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
+            next_id += 1
+        new.append(with_status(base, status, now))
+    kept = {t.id for t in new}
+    result = tuple(
+        replace(t, blocks=tuple(b for b in t.blocks if b in kept), blockedBy=tuple(b for b in t.blockedBy if b in kept))
+        for t in new
+    )
+    dropped = tuple(t for t in tasks if t.id not in kept and t.status != "completed")
+    active = [t.id for t in result if t.status == "in_progress"]
+    notes = (f"Note: {_refs(active)} are all in_progress; keep only one in progress.",) if len(active) > 1 else ()
+    return result, next_id, ReplaceOutcome(result, dropped, notes)
+
+
+def record_tool_call(tasks: Tasks, elapsed: float) -> tuple[Tasks, Task | None]:
+    """Count a tool call to the task in progress; with several, the latest started."""
+    active = [t for t in tasks if t.status == "in_progress"]
+    if not active:
+        return tasks, None
+    target = max(active, key=lambda t: t.started_at or 0.0)
+    counted = replace(target, tool_calls=target.tool_calls + 1, tool_seconds=target.tool_seconds + max(0.0, elapsed))
+    return tuple(counted if t.id == target.id else t for t in tasks), counted
+
+
+def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
+    """Move a task `delta` places (negative: towards the top), clamped to the list."""
+    find(tasks, task_id)
+    old = next(i for i, t in enumerate(tasks) if t.id == task_id)
+    index = min(max(old + delta, 0), len(tasks) - 1)
+    order = list(tasks)
+    order.insert(index, order.pop(old))
+    return tuple(order), old, index
+
+
+# --- invariants ---------------------------------------------------
+
+
+def violations(tasks: Sequence[Task], next_id: int) -> list[str]:
+    """Every broken invariant, as one line each; empty for a valid list."""
+    problems: list[str] = []
+    by_id = {t.id: t for t in tasks}
+    if len(by_id) != len(tasks):
+        problems.append("duplicate task ids")
+    for task in tasks:
+        canonical = task.id.isascii() and task.id.isdigit() and not task.id.startswith("0")  # not "01"
+        if not (canonical and len(task.id) <= len(str(next_id)) and 0 < int(task.id) < next_id):
+            problems.append(f"task id {task.id!r} is not a number below next_id {next_id}")
+        if task.status not in STATUSES:
+            problems.append(f"#{task.id} has unknown status {task.status!r}")
+        for other in task.blocks:
+            if other == task.id or other not in by_id or task.id not in by_id[other].blockedBy:
+                problems.append(f"#{task.id} blocks #{other}, which is missing or does not list it")
+        for other in task.blockedBy:
+            if other == task.id or other not in by_id or task.id not in by_id[other].blocks:
+                problems.append(f"#{task.id} is blocked by #{other}, which is missing or does not list it")
+        if any(_reaches(by_id, other, task.id) for other in task.blocks):
+            problems.append(f"#{task.id} is part of a blocker cycle")
+    return problems
+
+
+def short_id(task_id: str) -> str:
+    """An id as messages show it: a 5,000-digit one does not fill the screen."""
+    return task_id if len(task_id) <= 20 else f"{task_id[:8]}…{task_id[-4:]} ({len(task_id)} digits)"
+
+
+def restore(tasks: Tasks, before: Task, index: int | None) -> Tasks:
+    """Put `before` back (undo): its fields and place, keeping the current tool counts and
+    blockers when the task is still there; re-added without blockers when it is not."""
+    current = next((t for t in tasks if t.id == before.id), None)
+    if current is not None:
+        task = replace(
+            before,
+            tool_calls=current.tool_calls,
+            tool_seconds=current.tool_seconds,
+            blocks=current.blocks,
+            blockedBy=current.blockedBy,
+        )
+        rest = [t for t in tasks if t.id != before.id]
+    else:
+        task = replace(before, blocks=(), blockedBy=())
+        rest = list(tasks)
+    at = len(rest) if index is None else min(max(index, 0), len(rest))
+    rest.insert(at, task)
+    return tuple(rest)
+
+
+def describe_update(before: Tasks, after: Tasks, task_id: str, *, deleted: bool) -> str:
+    """One line for the plan history: what a model's update changed ("" for nothing)."""
+    old = find(before, task_id)
+    if deleted:
+        return f'deleted #{task_id} "{old.subject}"'
+    new = find(after, task_id)
+    parts: list[str] = []
+    if new.status != old.status:
+        parts.append(new.status)
+    for name, label in (("subject", "subject"), ("description", "description"), ("activeForm", "activeForm")):
+        if getattr(new, name) != getattr(old, name):
+            parts.append(f'{label} "{getattr(new, name)}"' if name == "subject" else f"{label} edited")
+    if new.owner != old.owner:
+        parts.append(f"owner {new.owner or '(none)'}")
+    if (new.blocks, new.blockedBy) != (old.blocks, old.blockedBy):
+        parts.append("blockers")
+    return f"#{task_id} " + ", ".join(parts) if parts else ""
+
+
+def describe_replace(before: Tasks, after: Tasks) -> str:
+    """One line for the plan history: what a whole-list (TodoWrite) update changed."""
+    old = {t.id: t for t in before}
+    parts = []
+    for task in after:
+        if task.id not in old:
+            parts.append(f'added #{task.id} "{task.subject}"')
+        elif old[task.id].status != task.status:
+            parts.append(f"#{task.id} {task.status}")
+    kept = {t.id for t in after}
+    parts += [f"dropped #{t.id}" for t in before if t.id not in kept]
+    if not parts and [t.id for t in before] != [t.id for t in after]:
+        parts.append("reordered")
+    return "TodoWrite: " + ", ".join(parts) if parts else ""

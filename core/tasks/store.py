@@ -1,0 +1,422 @@
+"""The task list: one store per session, kept on disk beside the transcript.
+
+`TaskStore` holds an immutable list of `Task` values. Every mutation is a pure step from
+one valid list to the next (the rules live in `rules`), run one at a time under an
+`asyncio.Lock`, written to disk atomically off the event loop, and only then made the
+current state: an awaited mutation has returned means its state is on disk, and the
+file always equals an acknowledged state (or, after a crash, the one being written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from . import file_format, history, rules
+from .model import STATUSES, ReplaceOutcome, StoreError, Task, TodoItem, UpdateOutcome
+from .persistence import PersistenceError, read_json, update_atomic
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class _Change(Generic[R]):
+    tasks: tuple[Task, ...]
+    next_id: int
+    result: R
+    log: str = ""
+    """For edits made by the person: what the model should be told."""
+    rewrite: bool = False
+    """Write the file even though the list did not change (the pending edits did)."""
+    entry: Entry | None = None
+    """For the plan history: a change worth a version (tool counts are not)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the plan history says about a change (see `history.Version`)."""
+
+    who: history.Who
+    what: str
+    task_id: str | None = None
+    before: Task | None = None
+    index: int | None = None
+    undoable: bool = False
+    undoes: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+def _person(what: str, tasks: tuple[Task, ...], task_id: str, **extra: Any) -> Entry:
+    """An undoable edit by the person of task `task_id` of `tasks` (the list before it)."""
+    index = next((i for i, t in enumerate(tasks) if t.id == task_id), None)
+    before = tasks[index] if index is not None else None
+    return Entry("person", what, task_id, before, index, undoable=True, **extra)
+
+
+class TaskStore:
+    """The task list of one session. Create one per session file (`load`)."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        tasks: Iterable[Task] = (),
+        next_id: int = 1,
+        warning: str | None = None,
+        clock: Callable[[], float] = time.time,
+        user_changes: Iterable[str] = (),
+        version: int = 0,
+    ) -> None:
+        self.path = path
+        self.warning = warning
+        """Set when the file on disk was unusable at load; show it to the person once."""
+        self.clock = clock
+        self._tasks = tuple(tasks)
+        self._next_id = next_id
+        self._lock = asyncio.Lock()
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self._user_changes: list[str] = list(user_changes)
+        self._version = version
+        self._history: list[history.Version] = (
+            history.read(history.history_path(path), version) if path is not None else []
+        )
+
+    @classmethod
+    def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
+        """The store for `path` (None: in memory only). Never raises on a bad file."""
+        if path is None:
+            return cls(None, clock=clock)
+        loaded, warning = read_json(path, _decode_saved)
+        tasks, next_id, changes, version = loaded if loaded is not None else ((), 1, (), 0)
+        return cls(
+            path, tasks=tasks, next_id=next_id, warning=warning, clock=clock, user_changes=changes, version=version
+        )
+
+    # --- reading -----------------------------------------------------------------
+
+    @property
+    def next_id(self) -> int:
+        return self._next_id
+
+    def snapshot(self) -> tuple[Task, ...]:
+        return self._tasks
+
+    def get(self, task_id: str) -> Task | None:
+        return next((t for t in self._tasks if t.id == task_id), None)
+
+    def unfinished(self) -> tuple[Task, ...]:
+        return tuple(t for t in self._tasks if t.status != "completed")
+
+    def in_progress(self) -> tuple[Task, ...]:
+        return tuple(t for t in self._tasks if t.status == "in_progress")
+
+    def current(self) -> Task | None:
+        """The task work is attributed to: the one in progress (the latest started)."""
+        active = self.in_progress()
+        return max(active, key=lambda t: t.started_at or 0.0) if active else None
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def versions(self) -> tuple[history.Version, ...]:
+        """Every logged version of the list, oldest first."""
+        return tuple(self._history)
+
+    # --- model-side mutations ------------------------------------------------------
+
+    async def create(self, subject: str, description: str = "", active_form: str = "") -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, task = rules.create(
+                tasks, next_id, subject, description=description, active_form=active_form, now=self.clock()
+            )
+            return _Change(
+                new, next_id + 1, task, entry=Entry("model", f'created #{task.id} "{task.subject}"', task.id)
+            )
+
+        return await self._mutate(step)
+
+    async def update(
+        self,
+        task_id: str,
+        *,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        active_form: str | None = None,
+        owner: str | None = None,
+        add_blocks: Sequence[str] = (),
+        add_blocked_by: Sequence[str] = (),
+    ) -> UpdateOutcome:
+        fields = rules.Fields(subject=subject, description=description, active_form=active_form, owner=owner)
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[UpdateOutcome]:
+            new, outcome = rules.update(
+                tasks,
+                task_id,
+                status=status,
+                changes=fields,
+                now=self.clock(),
+                add_blocks=add_blocks,
+                add_blocked_by=add_blocked_by,
+            )
+            what = rules.describe_update(tasks, new, task_id, deleted=outcome.deleted)
+            return _Change(new, next_id, outcome, entry=Entry("model", what, task_id) if what else None)
+
+        return await self._mutate(step)
+
+    async def replace_all(self, todos: Sequence[TodoItem]) -> ReplaceOutcome:
+        """Make the list exactly `todos` (TodoWrite). Unchanged content keeps its id."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[ReplaceOutcome]:
+            new, next_after, outcome = rules.replace_all(tasks, next_id, todos, self.clock())
+            what = rules.describe_replace(tasks, new)
+            return _Change(new, next_after, outcome, entry=Entry("model", what) if what else None)
+
+        return await self._mutate(step)
+
+    async def record_tool_call(self, elapsed: float) -> Task | None:
+        """Count one non-task tool call to the task in progress (the latest started)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
+            new, task = rules.record_tool_call(tasks, elapsed)
+            return _Change(new, next_id, task)
+
+        return await self._mutate(step)
+
+    # --- edits made by the person (the task panel) ---------------------------------
+
+    async def user_add(self, subject: str) -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, task = rules.create(tasks, next_id, subject, description="", active_form="", now=self.clock())
+            log = f'added #{task.id} "{task.subject}"'
+            return _Change(new, next_id + 1, task, log, entry=_person(log, tasks, task.id))
+
+        return await self._mutate(step)
+
+    async def user_set_status(self, task_id: str, status: str) -> Task:
+        if status not in STATUSES:
+            raise StoreError(f"invalid status '{status}'; use pending, in_progress or completed")
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            before = rules.find(tasks, task_id)
+            new, outcome = rules.update(tasks, task_id, status=status, changes=rules.Fields(), now=self.clock())
+            log = f"marked #{task_id} {status}" if before.status != status else ""
+            return _Change(new, next_id, outcome.task, log, entry=_person(log, tasks, task_id) if log else None)
+
+        return await self._mutate(step)
+
+    async def user_delete(self, task_id: str) -> Task:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, outcome = rules.update(tasks, task_id, status="deleted", changes=rules.Fields(), now=self.clock())
+            log = f'deleted #{task_id} "{outcome.task.subject}"'
+            return _Change(new, next_id, outcome.task, log, entry=_person(log, tasks, task_id))
+
+        return await self._mutate(step)
+
+    async def user_move(self, task_id: str, delta: int) -> int:
+        """Move a task `delta` places (negative: up), clamped to the list; returns its new index."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[int]:
+            new, old_index, index = rules.move(tasks, task_id, delta)
+            if index == old_index:
+                return _Change(new, next_id, index)
+            direction = "up" if index < old_index else "down"
+            log = f"moved #{task_id} {direction} to position {index + 1}"
+            return _Change(new, next_id, index, log, entry=_person(log, tasks, task_id))
+
+        return await self._mutate(step)
+
+    async def user_rename(self, task_id: str, subject: str) -> Task:
+        """The person edited a task's subject in the panel."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            before = rules.find(tasks, task_id)
+            new, outcome = rules.update(tasks, task_id, status=None, changes=rules.Fields(subject=subject), now=0.0)
+            if outcome.task.subject == before.subject:
+                return _Change(new, next_id, outcome.task)
+            log = f'renamed #{task_id} "{before.subject}" to "{outcome.task.subject}"'
+            return _Change(new, next_id, outcome.task, log, entry=_person(log, tasks, task_id))
+
+        return await self._mutate(step)
+
+    async def user_undo(self) -> str:
+        """Undo the person's latest list edit not undone yet (itself recorded); returns
+        what was undone. StoreError when there is none."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[str]:
+            target = history.last_undoable(self._history)
+            if target is None:
+                raise StoreError("nothing to undo: you have not edited the list (rewinds are not undone by u)")
+            new = _undo(tasks, target)
+            problems = rules.violations(new, next_id)
+            if problems:
+                raise StoreError(f"cannot undo {target.what!r}: {problems[0]}")
+            log = f'undid "{target.what}"'
+            entry = Entry("person", log, target.task_id, undoes=target.version)
+            return _Change(new, next_id, target.what, log, entry=entry)
+
+        return await self._mutate(step)
+
+    async def user_rewound(self, task_id: str, text: str, rewind_id: str) -> Task:
+        """A rewind put task `task_id`'s files back: the task goes back to pending, the
+        model is told `text` once, and the plan history records it."""
+        return await self._mutate(self.rewound_step(task_id, text, rewind_id))
+
+    def rewound_step(self, task_id: str, text: str, rewind_id: str) -> Callable[[tuple[Task, ...], int], _Change[Task]]:
+        """The change `user_rewound` makes; a second run for the same rewind changes nothing."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            if any(e.extra.get("rewind") == rewind_id for e in self._history):  # recovery re-running it
+                return _Change(tasks, next_id, rules.find(tasks, task_id))
+            new, outcome = rules.update(tasks, task_id, status="pending", changes=rules.Fields(), now=self.clock())
+            entry = Entry("person", text, task_id, extra={"rewind": rewind_id})
+            return _Change(new, next_id, outcome.task, text, entry=entry)
+
+        return step
+
+    def take_user_changes(self) -> tuple[str, ...]:
+        """The person's edits since the last call, oldest first; clears them.
+
+        Delivered means delivered on disk too: the file stops listing them, written
+        through the same lock and atomic write as every change (in the background, as
+        the caller cannot wait: `drain` waits for it), so a resumed session does not
+        announce them again.
+        """
+        changes, self._user_changes = tuple(self._user_changes), []
+        if changes and self.path is not None:
+            self._forget_delivered()
+        return changes
+
+    def _forget_delivered(self) -> None:
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[None]:
+            return _Change(tasks, next_id, None, rewrite=True)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # called outside the agent loop: the next write records it
+            return
+        job = asyncio.ensure_future(self._apply(step))
+        self._inflight.add(job)
+        job.add_done_callback(self._settled)
+
+    async def drain(self) -> None:
+        """Wait for mutations still being written (e.g. from a cancelled tool call)."""
+        while self._inflight:
+            await asyncio.wait(list(self._inflight))
+
+    # --- the one write path --------------------------------------------------------
+
+    async def _mutate(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
+        # Shielded: a cancelled caller (the person pressed escape) must not leave memory
+        # and disk disagreeing; the write finishes and becomes the current state.
+        job = asyncio.ensure_future(self._apply(step))
+        self._inflight.add(job)
+        job.add_done_callback(self._settled)
+        return await asyncio.shield(job)
+
+    def _write(
+        self, path: Path, step: Callable[[tuple[Task, ...], int], _Change[R]]
+    ) -> tuple[_Change[R], int, history.Version | None]:
+        """Apply `step` to the list as saved now (another process may share this session);
+        blocking. Returns the change and the list's version after it."""
+        applied: list[tuple[_Change[R], int, history.Version | None]] = []
+
+        def compute(on_disk: tuple[tuple[Task, ...], int, int] | None) -> bytes | None:
+            tasks, next_id, version = on_disk if on_disk is not None else (self._tasks, self._next_id, self._version)
+            change = step(tasks, next_id)
+            entry = None
+            if change.entry is not None:
+                version += 1  # logged first: a line past the file's version is ignored on reading
+                entry = self._entry(version, change)
+                history.append(history.history_path(path), entry)
+            applied.append((change, version, entry))
+            if (change.tasks, change.next_id) == (tasks, next_id) and not change.log and not change.rewrite:
+                return None
+            changes = [*self._user_changes, change.log] if change.log else self._user_changes
+            return file_format.encode(change.tasks, change.next_id, changes, version)
+
+        try:
+            update_atomic(path, _decode_versioned, compute)
+        except PersistenceError as exc:
+            raise StoreError(str(exc)) from exc
+        return applied[0]
+
+    def _entry(self, version: int, change: _Change[Any]) -> history.Version:
+        entry = change.entry
+        assert entry is not None
+        return history.make(
+            version,
+            entry.who,
+            entry.what,
+            change.tasks,
+            before=entry.before,
+            task_id=entry.task_id,
+            index=entry.index,
+            undoes=entry.undoes,
+            undoable=entry.undoable,
+            extra=entry.extra,
+            now=self.clock(),
+        )
+
+    def _commit(self, change: _Change[R], version: int, entry: history.Version | None = None) -> R:
+        if change.entry is not None:
+            self._history.append(entry or self._entry(version, change))
+            while len(self._history) > 1 and self._history[-2].version >= version:
+                self._history.pop(-2)
+        self._tasks, self._next_id, self._version = change.tasks, change.next_id, version
+        if change.log:
+            self._user_changes.append(change.log)
+        return change.result
+
+    def apply_now(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
+        """Apply `step` without the event loop: only while nothing else can mutate (at load,
+        e.g. finishing a rewind a crash interrupted)."""
+        if self.path is None:
+            change, version = step(self._tasks, self._next_id), self._version
+            version += 1 if change.entry is not None else 0
+        else:
+            change, version, entry = self._write(self.path, step)
+            return self._commit(change, version, entry)
+        return self._commit(change, version)
+
+    def _settled(self, job: asyncio.Future[Any]) -> None:
+        self._inflight.discard(job)
+        if not job.cancelled():
+            job.exception()  # retrieved: a caller that was cancelled will never read it
+
+    async def _apply(self, step: Callable[[tuple[Task, ...], int], _Change[R]]) -> R:
+        async with self._lock:
+            if self.path is None:
+                change = step(self._tasks, self._next_id)
+                version = self._version + (1 if change.entry is not None else 0)
+            else:
+                change, version, entry = await asyncio.to_thread(self._write, self.path, step)
+                return self._commit(change, version, entry)
+            return self._commit(change, version)
+
+
+def _undo(tasks: tuple[Task, ...], target: history.Version) -> tuple[Task, ...]:
+    """The list with `target` (a person's edit of one task) reversed."""
+    if target.before is None:  # an add: the task goes (if it is still there)
+        gone = target.task_id is None or all(t.id != target.task_id for t in tasks)
+        return tasks if gone or target.task_id is None else rules.remove(tasks, target.task_id)
+    try:
+        before = file_format.decode_task(target.before)
+    except ValueError as exc:
+        raise StoreError(f"cannot undo {target.what!r}: its saved state is unreadable") from exc
+    return rules.restore(tasks, before, target.index)
+
+
+def _decode_versioned(document: Any) -> tuple[tuple[Task, ...], int, int]:
+    tasks, next_id = file_format.decode(document)
+    return tasks, next_id, file_format.decode_version(document)
+
+
+def _decode_saved(document: Any) -> tuple[tuple[Task, ...], int, tuple[str, ...], int]:
+    tasks, next_id = file_format.decode(document)
+    return tasks, next_id, file_format.decode_user_changes(document), file_format.decode_version(document)

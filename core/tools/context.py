@@ -1,0 +1,47 @@
+"""The per-call context every tool receives. Tools never reach for globals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..events import Event
+    from ..lifecycle import Gate, TaskChange
+    from ..session.transcript import Session
+    from ..tasks.store import TaskStore
+
+HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
+"""Variables a command never sees by default: the model's API key is not the command's business."""
+
+
+@dataclass
+class ToolContext:
+    """What one tool call may see and do.
+
+    `emit()` queues an event; the loop forwards queued events after the whole tool
+    batch, coalesced, so tools never talk to the UI directly.
+    """
+
+    call_id: str
+    workspace: Path
+    session: Session | None = None
+    tasks: TaskStore | None = None
+    """The session's task list, which the task tools change; None when there is none."""
+    hidden_env: frozenset[str] = HIDDEN_ENV
+    """Environment variables a command the tools run never sees (the model's API key)."""
+    pending_events: list[Event] = field(default_factory=list)
+    read_denied: Callable[[str], bool] = field(default=lambda path: False)
+    """Whether a deny rule covers reading this path: search tools leave it out of results."""
+    task_gates: Sequence[Gate[TaskChange]] | None = None
+    """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
+
+    def emit(self, event: Event) -> None:
+        self.pending_events.append(event)
+
+    def resolve(self, path: str) -> Path:
+        """A model-given path: relative ones resolve against the workspace root."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.workspace / p
