@@ -159,7 +159,7 @@ def test_read_of_a_huge_single_line_file_uses_little_memory(tmp_path: Path) -> N
     _one_line_file(big, 64 << 20)
     tracemalloc.start()
     try:
-        lines, total = files._read_window(big, "big.txt", 1, 2000)
+        lines, total = files.read_window(big, "big.txt", 1, 2000)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

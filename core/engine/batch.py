@@ -286,14 +286,19 @@ class BatchRunner:
             result = ToolResult(result)
         record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
         self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
-        return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
+        outcome = Outcome(result.output, "error" if result.is_error else "ok", elapsed)
+        return await self._after_tool(item, outcome, ctx)
 
-    async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
+    async def _after_tool(self, item: Prepared, outcome: Outcome, ctx: ToolContext) -> Outcome:
         gates = self.deps.lifecycle.after_tool
         if not gates:
             return outcome
         use = ToolUse(item.call.id, item.call.name, item.args)
         verdict = await run_gates(gates, ToolOutput(use, outcome.output, outcome.is_error))
+        path = item.args.get("file_path")
+        edited = item.tool is not None and item.tool.kind == "edit" and not outcome.is_error
+        if edited and isinstance(path, str) and ctx.reads is not None:
+            ctx.reads.record(ctx.resolve(path))  # a PostToolUse formatter's rewrite is part of this edit, not news
         output = f"{outcome.output}\n\n{verdict.context}" if verdict.context else outcome.output
         return replace(outcome, output=output, events=(*outcome.events, *verdict.events))
 

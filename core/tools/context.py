@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..lifecycle import Gate, TaskChange
     from ..session.transcript import Session
     from ..tasks.store import TaskStore
+    from .reads import ReadLedger
 
 HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
 """Variables a command never sees by default: the model's API key is not the command's business."""
@@ -37,6 +38,8 @@ class ToolContext:
     """Whether a deny rule covers reading this path: search tools leave it out of results."""
     task_gates: Sequence[Gate[TaskChange]] | None = None
     """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
+    reads: ReadLedger | None = None
+    """The files read in this session: Edit and Write refuse one changed since (`reads.py`)."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)

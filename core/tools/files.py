@@ -34,6 +34,7 @@ from .fs import (
     short_path,
 )
 from .previews import PREVIEW_INPUT_MAX_CHARS, count_lines, too_big_note, unified_diff
+from .reads import ReadLedger
 from .results import ToolError
 
 DEFAULT_LIMIT = 2000
@@ -45,7 +46,7 @@ _PATH_HINT = " (absolute, or relative to the workspace)"
 # --- Read ---------------------------------------------------------------------------
 
 
-def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[str], int]:
+def read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[str], int]:
     """Numbered lines offset..offset+limit-1 and the file's total line count.
 
     Streams the file a bounded piece at a time: memory depends on neither the file's
@@ -81,7 +82,10 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
     # Models trained on 0-based APIs send offset=0; treat it as the first line.
     offset = max(args.offset or 1, 1)
     limit = args.limit or DEFAULT_LIMIT
-    lines, total = await asyncio.to_thread(_read_window, path, shown, offset, limit)
+    stamp = ReadLedger.stamp(path)
+    lines, total = await asyncio.to_thread(read_window, path, shown, offset, limit)
+    if ctx.reads is not None:
+        ctx.reads.record(path, stamp)
     if total == 0:
         return f"{shown} is empty (0 lines)."
     if offset > total:
@@ -96,14 +100,18 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
 # --- Write --------------------------------------------------------------------------
 
 
-def _write_file(path: Path, shown: str, content: str) -> bool:
+def _write_file(path: Path, shown: str, content: str, reads: ReadLedger | None) -> bool:
     """Write `content` exactly (no newline translation); True if the file existed."""
     existed = regular_file_exists(path, shown)
     try:
         data = content.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise ToolError("content contains characters that cannot be written as UTF-8") from exc
+    if reads is not None:
+        reads.check(path, shown)
     replace_file(path, shown, data)
+    if reads is not None:
+        reads.record(path)
     return existed
 
 
@@ -115,7 +123,7 @@ class WriteArgs(Arguments):
 async def _write(args: WriteArgs, ctx: ToolContext) -> str:
     path = ctx.resolve(args.file_path)
     shown = display_path(path, ctx)
-    existed = await asyncio.to_thread(_write_file, path, shown, args.content)
+    existed = await asyncio.to_thread(_write_file, path, shown, args.content, ctx.reads)
     how = "overwrote the existing file" if existed else "created a new file"
     return f"Wrote {plural(line_count(args.content), 'line')} to {shown} ({how})."
 
@@ -227,7 +235,11 @@ def _edit_file(args: EditArgs, ctx: ToolContext) -> str:
         data = change.after.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise ToolError("new_string contains characters that cannot be written as UTF-8") from exc
+    if ctx.reads is not None:
+        ctx.reads.check(path, shown)
     replace_file(path, shown, data)
+    if ctx.reads is not None:
+        ctx.reads.record(path)
     if change.created:
         return f"Created {shown} ({plural(line_count(change.after), 'line')}). Snippet:\n{change.snippet}"
     count = plural(change.replacements, "replacement")
