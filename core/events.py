@@ -60,6 +60,32 @@ class ToolFinished:
 
 
 @dataclass(frozen=True)
+class Attached:
+    """A file or folder the person mentioned with `@` went with the prompt, or could not."""
+
+    path: str
+    """Workspace-relative; a folder's ends with `/`."""
+    summary: str = ""
+    """`42 lines`, `lines 10-40 of 242`, `12 entries`."""
+    content: str = ""
+    """What the model got."""
+    note: str = ""
+    """Non-empty: nothing was attached, and this says why (binary, too big, outside…)."""
+
+
+@dataclass(frozen=True)
+class CommandExpanded:
+    """A custom slash command became the prompt the model gets."""
+
+    name: str
+    """`/review`."""
+    source: str
+    """The file it came from, as the person names it: `.claude/commands/review.md`."""
+    text: str
+    """The prompt it made (arguments in, its shell commands' output in)."""
+
+
+@dataclass(frozen=True)
 class TasksUpdated:
     """The task list changed; `tasks` is its full, final state after a tool batch."""
 
@@ -170,6 +196,8 @@ Event = (
     | ResponseDiscarded
     | ToolStarted
     | ToolFinished
+    | Attached
+    | CommandExpanded
     | TasksUpdated
     | Notice
     | HookResult

@@ -15,6 +15,11 @@
 - `tool_done`: awaited after every tool call that ran (for per-task attribution); an
   observer may return an event, which is queued with the batch's other tool events.
 
+- `prepare_prompt`: after the `before_prompt` gates let a prompt through, turns what the
+  person typed into what the model gets (a custom command expanded, `@` files attached,
+  a model and allow rules for this turn), yielding events for the person on the way
+  and one `PreparedPrompt` last (`core/input/prepare.py`).
+
 Gates, awaited, each answering with a `Verdict` (block with a reason, context for the
 model, events for the person); several gates of one seam run in order and the first
 block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
@@ -31,7 +36,7 @@ block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -39,6 +44,7 @@ from .model.base import Message
 
 if TYPE_CHECKING:
     from .events import Event
+    from .model.base import ChatModel
     from .tasks.model import Task
 
 T = TypeVar("T")
@@ -124,7 +130,24 @@ class TaskChange:
     task: Task
 
 
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """What a prompt becomes before it enters the history."""
+
+    content: str
+    """The user message."""
+    follow: tuple[str, ...] = ()
+    """User messages right after it (the `@` attachments)."""
+    model: ChatModel | None = None
+    """The model for this turn only (a custom command's `model`); None: the session's."""
+    allow: tuple[str, ...] = ()
+    """Permission rules allowed for this turn only (a custom command's `allowed-tools`)."""
+    refusal: str = ""
+    """Non-empty: the prompt is not sent, and this says why (to the person)."""
+
+
 Gate = Callable[[T], Awaitable[Verdict]]
+PromptPreparer = Callable[[str], AsyncIterator["Event | PreparedPrompt"]]
 BeforeRequest = Callable[[Sequence[Message]], list[Message]]
 BeforeCompact = Callable[[CompactInfo], Awaitable["Sequence[Event]"]]
 TurnEndCheck = Callable[[TurnState], str | None]
@@ -144,6 +167,7 @@ class Lifecycle:
     stop: list[Gate[StopState]] = field(default_factory=list)
     task_change: list[Gate[TaskChange]] = field(default_factory=list)
     tool_start: list[ToolStartObserver] = field(default_factory=list)
+    prepare_prompt: PromptPreparer | None = None
 
     def collect_before_request(self, history: Sequence[Message]) -> list[Message]:
         added: list[Message] = []

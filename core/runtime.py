@@ -13,7 +13,9 @@ context window, when no `context_window` is set, and its model, when none was ch
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,10 @@ from .hooks.runner import HookRunner, hook_environment
 from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
 from .hooks.wiring import SessionSource, ShellHooks
+from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands
+from .input.file_index import FileIndex
+from .input.mentions import Attacher
+from .input.prepare import InputPreparer
 from .lifecycle import Lifecycle
 from .model.base import ChatModel, Message, StreamItem
 from .model.scripted import ScriptedModel
@@ -37,7 +43,7 @@ from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
 from .session.directory import SessionInfo, find_session, latest_session, list_sessions
 from .session.transcript import Session, TranscriptItem
-from .settings import Config, project_settings_path
+from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
@@ -151,7 +157,17 @@ class Runtime:
                 common=self._hook_fields,
             )
         )
+        self.reserved_commands: frozenset[str] = frozenset()
+        """Names the front end's own slash commands use: a custom command of that name loses."""
+        self._commands: tuple[float, CommandSet] | None = None
+        self.file_index = FileIndex(config.workspace, hidden=self.permissions.read_denied)
+        """The workspace's files for `@` completion; built when first refreshed."""
         self.agent = self._make_agent()
+
+    @property
+    def _hidden_env(self) -> frozenset[str]:
+        """The API key variables stay out of every command's environment."""
+        return frozenset({*HIDDEN_ENV, self.config.api_key_env})
 
     def _open_task_files(self) -> None:
         """The session's task list and record of changes, finishing an interrupted rewind."""
@@ -232,6 +248,7 @@ class Runtime:
             notices.append(Notice(self.changes.warning, "warning"))
         if self.recovered:
             notices.append(Notice(self.recovered, "warning"))
+        notices += [Notice(text, "warning") for text in self.custom_commands().notices]
         return notices
 
     def _resumed_notice(self) -> str:
@@ -313,8 +330,47 @@ class Runtime:
             return ""
 
     def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
-        """One turn; consume with `async with aclosing(runtime.run_turn(p))`."""
+        """One turn; consume with `async with aclosing(runtime.run_turn(p))`. A custom
+        command is expanded and `@` mentions are attached on the way (`core/input/`)."""
         return self.agent.run_turn(prompt)
+
+    def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
+        """The person's `!command`, run like a turn (esc kills it); its output goes into the history."""
+        self.file_index.mark_stale()
+        return self.agent.run_shell(command)
+
+    # --- custom commands --------------------------------------------------------------
+
+    def custom_commands(self, max_age: float = 1.0) -> CommandSet:
+        """The custom slash commands as their files are now (read again after `max_age` seconds)."""
+        cached = self._commands
+        if cached is not None and time.monotonic() - cached[0] < max_age:
+            return cached[1]
+        sources = default_sources(self.config.workspace, user_settings_path().parent)
+        commands = load_commands(sources, self.reserved_commands)
+        self._commands = (time.monotonic(), commands)
+        return commands
+
+    def reserve_command_names(self, names: Collection[str]) -> None:
+        """The front end's own commands (`/help`…): custom commands of those names are not used."""
+        self.reserved_commands = frozenset(names)
+        self._commands = None
+
+    def _model_for(self, command: CustomCommand) -> ChatModel | str:
+        spec = command.model or ""
+        if spec.startswith("script:") and command.scope == "project":
+            return "a project file cannot choose a script: model"
+        if self.config.demo:
+            return "the demo runs its scripted model"
+        return LazyModel(dataclasses.replace(self.config, model=spec))
+
+    def _attacher(self) -> Attacher:
+        return Attacher(
+            self.config.workspace,
+            read_denied=self.permissions.read_denied,
+            reads=self.agent.reads,
+            char_limit=self.agent.tool_output_limit(),
+        )
 
     def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
         """`/compact [focus]`, run like a turn."""
@@ -452,6 +508,14 @@ class Runtime:
             tool_start=[taken],
         )
         self.hooks.install(lifecycle)
+        lifecycle.prepare_prompt = InputPreparer(
+            permissions=self.permissions,
+            commands=lambda: self.custom_commands(max_age=0),
+            attacher=self._attacher,
+            approver=lambda: self.approver,
+            model_for=self._model_for,
+            hidden_env=self._hidden_env,
+        )
         return Agent(
             model=self.model,
             tools=self.tools,
@@ -460,9 +524,8 @@ class Runtime:
             system_prompt=self.system.prompt,
             session=self.session,
             approver=self.approver,
-            # The API key variables stay out of every command's environment.
             tasks=self.store,
-            hidden_env=frozenset({*HIDDEN_ENV, self.config.api_key_env}),
+            hidden_env=self._hidden_env,
             lifecycle=lifecycle,
             options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
             budget=self.budget,

@@ -455,7 +455,9 @@ async def test_edit_and_write_refuse_a_file_changed_since_it_was_read(workspace:
     assert "the person's own line" in target.read_text()  # not undone
     await run(READ, {"file_path": "app.py"}, ctx)  # read again: the edit goes through
     await run(EDIT, {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 10"}, ctx)
-    await run(EDIT, {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 20"}, ctx)  # its own edit is no news
+    await run(
+        EDIT, {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 20"}, ctx
+    )  # its own edit is no news
     assert target.read_text() == "x = 10\ny = 20\nz = 3  # the person's own line\n"
 
 

@@ -29,20 +29,23 @@ from pathlib import Path
 from typing import Any
 
 from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
-from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
+from ..lifecycle import Lifecycle, PreparedPrompt, StopState, TurnState, run_gates
 from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, ToolCall
 from ..model.history import assistant_message, missing_replies
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
+from ..permissions.rules import Rule
 from ..session.transcript import Session
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
+from ..tools.reads import ReadLedger
 from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+from .person_shell import PersonShell
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,12 @@ class Agent:
     """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
     token, which made a 2 MB answer quadratic."""
     _batch: BatchRunner | None = field(default=None, repr=False)
+    _turn_model: ChatModel | None = field(default=None, repr=False)
+    """This turn's model when a custom command chose one (`PreparedPrompt.model`)."""
+    _on_interrupt: list[Event] = field(default_factory=list, repr=False)
+    """Events that close what esc cut short outside a batch (a `!` command's block)."""
+    reads: ReadLedger = field(default_factory=ReadLedger)
+    """The files read in this session (Read, `@` attachments): Edit and Write refuse one changed since."""
     _window: WindowKeeper = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +112,22 @@ class Agent:
         async for event in self._run(self._turn(prompt)):
             yield event
 
+    async def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
+        """The person's own `!command`: run now, no model, no approval (`person_shell.py`)."""
+        shell = PersonShell(self.workspace, self.hidden_env, self.lifecycle, self._remember, self._on_interrupt)
+        async for event in self._run(self._shell(shell, command)):
+            yield event
+
+    async def _shell(self, shell: PersonShell, command: str) -> AsyncIterator[Event]:
+        async for event in shell.run(command):
+            yield event
+        yield TurnEnd("done")
+
+    def _remember(self, content: str) -> str:
+        kept = self._window.cap_tool_output(content)
+        self.append({"role": "user", "content": kept})
+        return kept
+
     async def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
         """Compact the history now (`/compact [focus]`); ends with `TurnEnd("done")` or
         `TurnEnd("error")`. Interrupting it leaves the history as it was."""
@@ -112,6 +137,10 @@ class Agent:
     def prompt_estimate(self) -> int:
         """Tokens the next request would take, as the server would count them."""
         return self.counter.prompt_tokens(self.request_messages(), self.schemas())
+
+    def tool_output_limit(self) -> int:
+        """The most characters one tool result (or `@` attachment) may take in this window."""
+        return self._window.tool_output_limit()
 
     def prefix_tokens(self) -> int:
         """The fixed part of every request: system prompt and tool schemas."""
@@ -134,6 +163,8 @@ class Agent:
         finally:
             self._repair()
             self.busy, self._task, self._batch = False, None, None
+            self._turn_model = None
+            self.permissions.turn_allow = []
 
     def interrupt(self) -> None:
         """End the running turn as soon as possible; safe to call at any time."""
@@ -151,8 +182,23 @@ class Agent:
             yield Notice(f"prompt not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
             yield TurnEnd("blocked")
             return
-        turn = _Turn({"role": "user", "content": prompt}, RepeatGuard(self.options.repeat_limit))
+        prepared = PreparedPrompt(prompt)
+        if self.lifecycle.prepare_prompt is not None:
+            async for item in self.lifecycle.prepare_prompt(prompt):
+                if isinstance(item, PreparedPrompt):
+                    prepared = item
+                else:
+                    yield item
+        if prepared.refusal:  # e.g. a custom command whose shell commands were declined
+            yield Notice(prepared.refusal, "warning")
+            yield TurnEnd("blocked")
+            return
+        self._turn_model = prepared.model
+        self.permissions.turn_allow = [Rule.parse(rule) for rule in prepared.allow]
+        turn = _Turn({"role": "user", "content": prepared.content}, RepeatGuard(self.options.repeat_limit))
         self.append(turn.prompt)
+        for content in prepared.follow:
+            self.append({"role": "user", "content": content})
         if gate.context:
             self.append({"role": "user", "content": gate.context})
         async for event in self._steps(turn):
@@ -267,7 +313,8 @@ class Agent:
             messages = self.request_messages()
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
-                async for item in self.model.stream(messages, schemas, max_tokens=self._max_tokens):
+                model = self._turn_model or self.model
+                async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
                     if isinstance(item, str):
                         self._partial.append(item)
                         yield TextDelta(item)
@@ -342,6 +389,7 @@ class Agent:
             self.hidden_env,
             read_denied=self.permissions.read_denied,
             task_gates=gates if gates else None,
+            reads=self.reads,
         )
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
@@ -366,7 +414,8 @@ class Agent:
             self.append(message, "cancelled")
 
     def _finish_interrupted(self) -> list[Event]:
-        events: list[Event] = []
+        events: list[Event] = list(self._on_interrupt)
+        self._on_interrupt.clear()
         if self._batch is not None:
             events.extend(self._batch.cancel_remaining())
         self._repair()

@@ -28,6 +28,10 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    remembered_for: str = ""
+    """Set when the question is about a file's shell commands (a custom command): yes is
+    remembered for this version of that file, named here; there is no rule to add and no
+    feedback for a model."""
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,8 @@ class PermissionPolicy:
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
     session_allow: list[Rule] = field(default_factory=list)
+    turn_allow: list[Rule] = field(default_factory=list)
+    """Allowed for the running turn only (a custom command's `allowed-tools`); cleared when it ends."""
     bypass_in_cycle: bool = False
     """Whether cycling (shift+tab, a bare /mode) may reach bypassPermissions: only for a
     session started in that mode. One key press should never switch approvals off."""
@@ -99,7 +101,7 @@ class PermissionPolicy:
         path = self._path_subject(tool, args)
         if tool in ("Edit", "Write") and path is not None and (protected := _protected(path)) is not None:
             return Decision("ask", f"{protected}: changes to it always ask")
-        allowed = self._hits([*self.allow, *self.session_allow], tool, args)
+        allowed = self._hits([*self.allow, *self.session_allow, *self.turn_allow], tool, args)
         if path is not None and path.relative is None and not allowed:
             return Decision("ask", "the path is outside the workspace", outside_workspace=True)
         if allowed or kind in ("read", "task"):
@@ -133,7 +135,8 @@ class PermissionPolicy:
             return Decision("deny", reason)
         if self.mode == "plan":
             return None  # plan mode denies every command anyway, with its own reason
-        exact = [r for r in (*self.allow, *self.session_allow) if r.tool == tool and r.spec and not r.is_prefix]
+        allowed = (*self.allow, *self.session_allow, *self.turn_allow)
+        exact = [r for r in allowed if r.tool == tool and r.spec and not r.is_prefix]
         if analysis is not None and any(r.matches_command_text(analysis.script) for r in exact):
             return Decision("allow")
         return Decision("ask", reason)

@@ -190,20 +190,33 @@ def _exit_note(code: int) -> str:
     return f"Exit code {code} (killed by {name})"
 
 
-def _with_note(output: str, note: str) -> str:
+def with_note(output: str, note: str) -> str:
     output = output.rstrip("\n")
     return f"{output}\n{note}" if output else note
 
 
-async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None) -> ToolResult:
+def capped_output() -> CappedOutput:
+    """What `run_command` collects a command's output in: its head and tail, within bounds."""
+    return CappedOutput(HEAD_BYTES, TAIL_BYTES)
+
+
+async def run_command(
+    command: str,
+    cwd: Path,
+    time_limit: float,
+    env: dict[str, str] | None = None,
+    output: CappedOutput | None = None,
+) -> ToolResult:
     """Run `command` with bash in its own process group and collect capped output.
 
     Returns when the shell exits. Background jobs it started keep running, and what they
     write after the short grace is not collected. `env` defaults to `child_env()`.
+    `output`: collect into this one, so a caller whose run is interrupted (esc, which
+    kills the command) still has what it printed until then.
     """
     shell = await _start(command, cwd, child_env() if env is None else env)
     proc = shell.proc
-    output = CappedOutput(HEAD_BYTES, TAIL_BYTES)
+    output = capped_output() if output is None else output
     reading = asyncio.ensure_future(_read_into(shell.output, output))
     try:
         try:
@@ -212,7 +225,7 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
         except TimeoutError:
             escaped = await _kill_group(proc)
             await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
-            return ToolResult(_with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
+            return ToolResult(with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
         except BaseException:
             # Interrupted (CancelledError) or anything unexpected: never leave the group running.
             await _kill_group(proc)
@@ -224,7 +237,7 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
         reading.cancel()
         shell.close()
     if code != 0:
-        return ToolResult(_with_note(output.text(), _exit_note(code)), is_error=True)
+        return ToolResult(with_note(output.text(), _exit_note(code)), is_error=True)
     return ToolResult(output.text().rstrip("\n") or "(no output)")
 
 

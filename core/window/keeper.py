@@ -125,13 +125,17 @@ class WindowKeeper:
         old, budget.window, budget.source = budget.window, overflow.window, "server"
         return [Notice(f"the server's context window is {overflow.window:,} tokens, not {old:,}; using it", "warning")]
 
+    def tool_output_limit(self) -> int:
+        """The most characters one tool result (or one `@` attachment) may take."""
+        conv = self.conversation
+        room = conv.budget.room(conv.prefix_tokens())
+        return max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * conv.counter.chars_per_token)))
+
     def cap_tool_output(self, text: str) -> str:
         """A tool result as it enters history: cut in the middle when one result alone would
         take more than a third of the room the window leaves (2,000–100,000 characters), so
         a few results fit between compactions and the latest one is always kept verbatim."""
-        conv = self.conversation
-        room = conv.budget.room(conv.prefix_tokens())
-        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * conv.counter.chars_per_token)))
+        limit = self.tool_output_limit()
         if len(text) <= limit:
             return text
         head = limit * 2 // 3

@@ -1,0 +1,49 @@
+"""Remembering which versions of a project's command files may run their shell commands.
+
+A project's command file came with the repository; its `` !`cmd` `` lines run on the
+person's machine when they type the command. The first time (and after every change to
+the file) the person is asked; a yes is kept in `<data root>/approved_commands.json`,
+keyed by the file's absolute path, holding the sha256 of the version approved.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..session.directory import data_root
+from ..tasks.persistence import PersistenceError, update_atomic
+
+APPROVALS_FILE = "approved_commands.json"
+
+
+def approvals_path() -> Path:
+    return data_root() / APPROVALS_FILE
+
+
+def _decode(document: Any) -> dict[str, str]:
+    if not isinstance(document, dict):
+        raise TypeError("not an object")
+    return {str(k): v for k, v in document.items() if isinstance(v, str)}
+
+
+def is_approved(path: Path, digest: str) -> bool:
+    try:
+        approved = _decode(json.loads(approvals_path().read_bytes()))
+    except (OSError, ValueError, TypeError):
+        return False
+    return approved.get(str(path.resolve())) == digest
+
+
+def approve(path: Path, digest: str) -> None:
+    """Remember the yes; OSError with a clear message when it cannot be saved."""
+    key = str(path.resolve())
+
+    def compute(current: dict[str, str] | None) -> bytes:
+        return json.dumps({**(current or {}), key: digest}, indent=1, sort_keys=True).encode()
+
+    try:
+        update_atomic(approvals_path(), _decode, compute)
+    except PersistenceError as exc:
+        raise OSError(f"cannot remember the approval in {approvals_path()}: {exc}") from exc
