@@ -13,7 +13,7 @@ from textual.widgets import ProgressBar, Static
 from tui_helpers import screen_text, wait_until
 
 from todo_agent.core.tasks.model import Task
-from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
+from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, Suggestions
 from todo_agent.tui.widgets.spinner import Spinner
 from todo_agent.tui.widgets.status import StatusLine, context_label, format_seconds
 from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel, meta_line
@@ -245,7 +245,7 @@ async def test_slash_suggestions_complete_with_tab() -> None:
     host = Host(box)
     async with host.run_test() as pilot:
         prompt = box.query_one(PromptInput)
-        suggestions = box.query_one(SlashSuggestions)
+        suggestions = box.query_one(Suggestions)
         prompt.focus()
         await pilot.press("/", "m", "o")
         await pilot.pause()

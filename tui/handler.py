@@ -12,6 +12,8 @@ from typing import Protocol
 
 from todo_agent.core.events import (
     AssistantMessage,
+    Attached,
+    CommandExpanded,
     Compacted,
     Compacting,
     Error,
@@ -26,9 +28,10 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
+from todo_agent.core.input.mentions import Attachment
 from todo_agent.core.tasks.model import Task
 
-from .transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
+from .transcript import Entry, FoldEntry, NoticeEntry, ToolEntry, ToolStatus, attachment_entry
 
 TURN_END_NOTICES: dict[str, NoticeEntry] = {
     # "interrupted", "max_turns", "length" and "loop" come with a notice from the core already.
@@ -77,6 +80,13 @@ def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
     return NoticeEntry(event.describe(), "warning") if event.noteworthy else None
 
 
+def prompt_part(event: Attached | CommandExpanded) -> Entry:
+    """What went with the prompt: a file attached with `@` (or why not), a command's prompt."""
+    if isinstance(event, CommandExpanded):
+        return FoldEntry(event.name, event.source, event.text)
+    return attachment_entry(Attachment(event.path, event.summary, event.content, event.note))
+
+
 class EventHandler:
     """Maps each core `Event` to calls on a `ConversationUI`."""
 
@@ -91,6 +101,8 @@ class EventHandler:
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
             await self._compaction(event)
+        elif isinstance(event, Attached | CommandExpanded):
+            await self.ui.add_entry(prompt_part(event))
         else:
             await self._dispatch(event)
 

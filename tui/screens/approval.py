@@ -120,7 +120,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
-            dialog.border_title = f"Allow {sanitize(request.tool)}?"
+            dialog.border_title = (
+                f"Run the shell commands of {sanitize(request.tool)}?"
+                if request.remembered_for
+                else f"Allow {sanitize(request.tool)}?"
+            )
             if self.queued:
                 dialog.border_subtitle = f"{self.queued} more waiting"
             if request.summary.strip() != request.preview.strip():
@@ -147,6 +151,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         yield Footer()
 
     def _options(self) -> list[Option]:
+        if self.request.remembered_for:  # a command file's shell lines: yes holds for this version of it
+            where = one_line(self.request.remembered_for)
+            return [
+                Option(
+                    Content.assemble(("1 ", "bold"), "Yes, run them (asked again when ", (where, "bold"), " changes)"),
+                    id="yes",
+                ),
+                Option(Content.assemble(("3 ", "bold"), "No, do not send the command", ("  (esc)", "dim")), id="no"),
+            ]
         rule = one_line(self.request.suggested_rule)
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
@@ -157,6 +170,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
             Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
         ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A command file's question has no rule to add and no model to tell: no "always", no feedback."""
+        not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
+        return not (self.request.remembered_for and not_offered)
 
     def on_mount(self) -> None:
         self.shown_at = get_time()

@@ -15,8 +15,9 @@ prompt. A prompt a `UserPromptSubmit` hook blocked goes back into an empty promp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -35,13 +36,13 @@ from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.render import render_tasks
 
-from ..commands import looks_like_command, parse
+from ..commands import SLASH_COMMANDS, SlashCommand, looks_like_command, parse
 from ..handler import EventHandler
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
 from ..widgets.conversation import Conversation
 from ..widgets.markdown_blocks import preload as preload_markdown
-from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
+from ..widgets.prompt import PromptBox, PromptInput, Suggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
@@ -137,6 +138,7 @@ class MainScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         self.place_panel(self.panel_place)
+        self._wire_prompt()
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
         self.status.set_model(self.runtime.model_name)
@@ -149,6 +151,34 @@ class MainScreen(Screen[None]):
         if self.pick_session:
             self.choose_session()
         self.call_after_refresh(self._ask_hook_trust)  # a modal pushed before the first frame would stall warm-up
+
+    def _wire_prompt(self) -> None:
+        """`@` completion from the workspace's file index, `/` completion with the person's commands."""
+        runtime, box = self.runtime, self.query_one(PromptBox)
+        runtime.reserve_command_names({c.name for c in SLASH_COMMANDS})
+        box.mentions = runtime.file_index
+        box.extra_commands = self.custom_slash_commands
+        app = self.app
+
+        def rebuilt() -> None:  # from the index's thread
+            with contextlib.suppress(RuntimeError):  # the app has closed meanwhile
+                app.call_from_thread(box.files_changed)
+
+        runtime.file_index.on_rebuilt = rebuilt
+
+    def custom_slash_commands(self) -> list[SlashCommand]:
+        commands = self.runtime.custom_commands().commands.values()
+        return [SlashCommand(c.name, c.description, c.argument_hint, c.label) for c in commands]
+
+    async def use_command(self, command: SlashCommand) -> None:
+        """A custom command chosen in the palette: sent, or put in the prompt for its arguments."""
+        if not command.usage:
+            await self.submit(command.name)
+            return
+        prompt = self.query_one(PromptInput)
+        prompt.text = command.name + " "
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
 
     async def _take_over_start(self) -> None:
         """What was typed before the core was ready: the draft back in the prompt, and the
@@ -235,12 +265,24 @@ class MainScreen(Screen[None]):
             self.status.set_activity("connecting…")
             await self._ready.wait()
         self.status.set_activity("thinking")
+        await self._draw_turn(lambda: self.runtime.run_turn(prompt))
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_shell(self, command: str) -> None:
+        """`!command`: the person's own, run now like a turn (esc kills it)."""
+        self._sent = f"!{command}"
+        await self._ready.wait()
+        self.status.set_activity("running your command")
+        await self._draw_turn(lambda: self.runtime.run_shell(command))
+
+    async def _draw_turn(self, start: Callable[[], AsyncGenerator[Event, None]]) -> None:
+        """Draw the events of `start()`, pumped in a task of their own (`turn_events`), counting
+        them as they are produced and drawn (`caught_up`)."""
         handler = EventHandler(self)
-        runtime = self.runtime
         self._events = [0, 0]
 
         async def counted() -> AsyncIterator[Event]:
-            async with aclosing(runtime.run_turn(prompt)) as events:
+            async with aclosing(start()) as events:
                 async for event in events:
                     self._events[0] += 1
                     yield event
@@ -280,6 +322,7 @@ class MainScreen(Screen[None]):
                 await self.conversation.add(NoticeEntry(f"The model client could not start: {worker.error}", "error"))
                 return
             await self._server_known()
+            self.runtime.file_index.refresh()  # `@` completion's list, built in the background
             if self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
@@ -307,6 +350,7 @@ class MainScreen(Screen[None]):
         self.status.busy = False
         self.panel.working = False
         self.status.set_activity("ready")
+        self.runtime.file_index.mark_stale()  # the turn may have made or removed files
         if worker is self._turn:
             self._turn = None
         if self._queued:
@@ -382,7 +426,8 @@ class MainScreen(Screen[None]):
             await self.conversation.add(UserEntry(text))
             await self.run_slash(text)
             return
-        if looks_like_command(text):
+        custom = text.split(maxsplit=1)[0] in self.runtime.custom_commands().commands if text.strip() else False
+        if looks_like_command(text) and not custom:
             await self.conversation.add(UserEntry(text))
             await self.conversation.add(NoticeEntry(f"Unknown command {text.strip()}; /help lists them.", "warning"))
             return
@@ -395,7 +440,8 @@ class MainScreen(Screen[None]):
         await self.conversation.add(UserEntry(text))
         self.status.busy = True
         self.panel.working = True
-        self._turn = self.run_turn(text)
+        command = text.removeprefix("!").strip() if text.startswith("!") else None
+        self._turn = self.run_turn(text) if command is None else self.run_shell(command)
 
     # --- slash commands (read in slash.py; this is the screen's side, `CommandHost`) -------
 
@@ -486,7 +532,7 @@ class MainScreen(Screen[None]):
     def action_interrupt(self) -> None:
         """Escape: back to the prompt from anywhere else; from the prompt, stop the turn."""
         prompt = self.query_one(PromptInput)
-        suggestions = self.query_one(SlashSuggestions)
+        suggestions = self.query_one(Suggestions)
         if not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
             self.panel.close_add()
             prompt.focus()

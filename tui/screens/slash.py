@@ -14,7 +14,7 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.history import render as render_history
 from todo_agent.core.tasks.render import render_tasks
 
-from ..commands import help_text, parse
+from ..commands import SlashCommand, help_text, parse
 from ..transcript import Entry, NoticeEntry, PlainEntry
 
 
@@ -44,6 +44,9 @@ class CommandHost(Protocol):
 
     def quit(self) -> None: ...
 
+    def custom_slash_commands(self) -> list[SlashCommand]:
+        """The person's own commands (`.claude/commands/…`), as the table lists commands."""
+
 
 async def run_slash(host: CommandHost, text: str) -> None:
     """Carry out `text` if it is a known command (`parse`); anything else is ignored."""
@@ -65,7 +68,7 @@ async def run_slash(host: CommandHost, text: str) -> None:
         case "/model":
             await _model(host, argument)
         case "/help":
-            await host.say(PlainEntry(help_text(), "help"))
+            await host.say(PlainEntry(help_text(host.custom_slash_commands()), "help"))
         case "/quit":
             host.quit()
 
