@@ -30,7 +30,7 @@ from .events import Event, Notice
 from .hooks.runner import HookRunner, hook_environment
 from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
-from .hooks.wiring import SessionSource, ShellHooks
+from .hooks.wiring import NotificationKind, SessionSource, ShellHooks
 from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands
 from .input.file_index import FileIndex
 from .input.mentions import Attacher
@@ -297,6 +297,10 @@ class Runtime:
         """Run the SessionStart hooks (start-up, `/new` → clear, resume); their context goes
         to the model with the next prompt. Returns their events for the front end to show."""
         return await self.hooks.session_start(source)
+
+    async def notification(self, message: str, kind: NotificationKind, terminal_focused: bool) -> list[Event]:
+        """Run the `Notification` hooks: the agent waits for the person (`kind` says why)."""
+        return await self.hooks.notification(message, kind, terminal_focused)
 
     def _hook_specs(self) -> list[HookSpec]:
         return [s for s in self.config.hooks if s.source == "user" or self.project_hooks_trusted]

@@ -34,6 +34,8 @@ from .permissions.modes import MODES, PermissionMode
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
 PanelPlace = Literal["right", "bottom", "hidden"]
+NotifyMode = Literal["auto", "bell", "off"]
+"""`[ui] notify`: bell and desktop notification, the bell alone, or nothing (`tui/notify.py`)."""
 
 _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "model": str,
@@ -149,10 +151,12 @@ def _check_hook(event: str, entry: dict[str, Any]) -> str | None:
 
 def _check_ui(ui: dict[str, Any]) -> str | None:
     for key, value in ui.items():
-        if key != "task_panel":
-            return f"[ui] unknown key '{key}' (known: task_panel)"
-        if value not in ("right", "bottom", "hidden"):  # a non-string is never one of these
+        if key not in ("task_panel", "notify"):
+            return f"[ui] unknown key '{key}' (known: notify, task_panel)"
+        if key == "task_panel" and value not in ("right", "bottom", "hidden"):  # a non-string is never one
             return '[ui] task_panel must be "right", "bottom" or "hidden"'
+        if key == "notify" and value not in ("auto", "bell", "off"):
+            return '[ui] notify must be "auto", "bell" or "off"'
     return None
 
 
@@ -207,6 +211,7 @@ class Config:
     model_chosen: bool = False
     """Whether a flag, variable or setting named the model (else a server's own may be used)."""
     task_panel: PanelPlace = "right"
+    notify: NotifyMode = "auto"
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     project_allow: list[str] = field(default_factory=list)
@@ -327,3 +332,4 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.deny = list(permissions.get("deny", []))
     config.allow_project_hooks = data.get("allow_project_hooks", config.allow_project_hooks)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)
+    config.notify = data.get("ui", {}).get("notify", config.notify)

@@ -16,10 +16,14 @@ def write(path: Path, text: str) -> None:
 
 
 def test_precedence_flags_env_project_user(workspace: Path) -> None:
-    write(user_settings_path(), 'model = "user-model"\nreminder_interval = 3\n[ui]\ntask_panel = "bottom"\n')
+    write(
+        user_settings_path(),
+        'model = "user-model"\nreminder_interval = 3\n[ui]\ntask_panel = "bottom"\nnotify = "bell"\n',
+    )
     write(workspace / ".todo-agent/settings.toml", 'model = "project-model"\n[permissions]\nallow = ["Bash(ls)"]\n')
     config = load_config(workspace, env={})
     assert config.model == "project-model" and config.reminder_interval == 3 and config.task_panel == "bottom"
+    assert config.notify == "bell"
     assert config.allow == ["Bash(ls)"] and not config.has_model
     config = load_config(workspace, env={"TODO_AGENT_MODEL": "env-model", "OPENAI_API_KEY": "k"})
     assert config.model == "env-model" and config.has_model and config.api_key == "k"
@@ -71,6 +75,7 @@ def test_wrong_types_and_unknown_keys_are_named(workspace: Path) -> None:
         ("[ui]\ntask_panel = 3\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
         ("[ui]\ntask_panel = []\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
         ("[ui]\ntheme = 1\n", "[ui] unknown key 'theme'"),
+        ('[ui]\nnotify = "loud"\n', '[ui] notify must be "auto", "bell" or "off"'),
     ],
 )
 def test_nested_values_of_the_wrong_type_are_reported_not_raised(workspace: Path, toml: str, problem: str) -> None:

@@ -38,6 +38,7 @@ from todo_agent.core.settings import Config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 from .approvals import ApprovalBroker, Resolve
+from .notify import Attention
 from .screens.starting import StartScreen
 from .startup import RuntimeStarter
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from textual.command import Provider
     from textual.driver import Driver
 
+    from todo_agent.core.hooks.wiring import NotificationKind
     from todo_agent.core.model.base import ChatModel
     from todo_agent.core.runtime import Runtime
 
@@ -108,6 +110,8 @@ class TodoAgentApp(App[int]):
         self._approval_key: tuple[ApprovalScreen, str, float] | None = None
         """The last key an approval modal got: the modal, the key, when it was typed."""
         self._release_signals: Callable[[], None] = lambda: None
+        self.attention = Attention(self.config.notify, self._write_to_terminal, lambda: self.app_focus)
+        """Rings and notifies when the terminal is in the background (`notify.py`)."""
         if not animations:
             self.animation_level = "none"
 
@@ -238,6 +242,35 @@ class TodoAgentApp(App[int]):
     def on_unmount(self) -> None:
         self.broker.attach(None)
         self._release_signals()
+        self.attention.seen()
+
+    def _write_to_terminal(self, text: str) -> None:
+        """Escape sequences of our own, straight to the terminal (Textual's `bell` does the same)."""
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(text)
+            driver.flush()
+
+    def on_app_focus(self) -> None:
+        self.attention.seen()
+
+    def needs_person(self, message: str, kind: NotificationKind) -> None:
+        """The agent waits for the person: tell the terminal if it is in the background, and
+        run the person's `Notification` hooks (whatever the focus; they are told it)."""
+        focused = self.app_focus
+        self.attention.needed(message)
+        if self.runtime is not None and self.runtime.hooks.runner.matching("Notification", kind):
+            self.run_worker(self._notification_hooks(message, kind, focused), exit_on_error=False)
+
+    async def _notification_hooks(self, message: str, kind: NotificationKind, focused: bool) -> None:
+        from .screens.main import MainScreen
+
+        if self.runtime is None:
+            return
+        events = await self.runtime.notification(message, kind, focused)
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None:
+            await main.show_events(events)
 
     async def on_event(self, event: events.Event) -> None:
         stack = self.screen_stack
@@ -292,6 +325,7 @@ class TodoAgentApp(App[int]):
             resolve(answer)
 
         self.push_screen(screen, callback=answered)
+        self.needs_person(f"{request.tool} waits for your approval", "permission_prompt")
 
         def close() -> None:
             if screen in self.screen_stack:

@@ -20,6 +20,7 @@ HookEvent = Literal[
     "TaskCreated",
     "TaskCompleted",
     "PreCompact",
+    "Notification",
 ]
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TASK_EVENTS = ("TaskCreated", "TaskCompleted")

@@ -14,6 +14,9 @@ read it:
   `MAX_STOP_CONTINUATIONS` times per user turn; after that the turn ends with a notice.
 - `TaskCreated` / `TaskCompleted` (`task_change`): a block refuses the tool call.
 - `PreCompact` (`before_compact`): runs before a compaction; it cannot stop it.
+- `Notification` (`notification`, called by the TUI when it waits for the person: an
+  approval opened, or a long turn ended): the person's own way of being told; it cannot
+  block anything.
 Text for the model is wrapped in `<system-reminder>` tags, like the task reminders.
 """
 
@@ -32,6 +35,8 @@ MAX_STOP_CONTINUATIONS = 3
 """A `Stop` hook that always blocks cannot keep a turn going for ever."""
 
 SessionSource = Literal["startup", "resume", "clear", "compact"]
+NotificationKind = Literal["permission_prompt", "idle_prompt"]
+"""Claude Code's names: an approval waits; a turn has ended and the prompt waits."""
 
 
 def _verdict(outcome: HookOutcome, block: str = "", context: str = "") -> Verdict:
@@ -130,6 +135,13 @@ class ShellHooks:
         verb = "creating" if change.event == "TaskCreated" else "completing"
         block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}": {outcome.reason}'
         return _verdict(outcome, block=block)
+
+    async def notification(self, message: str, kind: NotificationKind, terminal_focused: bool) -> list[Event]:
+        """Claude Code's `Notification` hook, with whether the terminal had focus (so a hook
+        can stay quiet while the person is looking)."""
+        fields = {"message": message, "notification_type": kind, "terminal_focused": terminal_focused}
+        outcome = await self.runner.run("Notification", fields, target=kind)
+        return list(outcome.events)
 
     async def before_compact(self, info: CompactInfo) -> list[Event]:
         # Claude Code knows two triggers; a compaction forced by an overflowing request is automatic.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
@@ -38,6 +39,7 @@ from todo_agent.core.tasks.render import render_tasks
 
 from ..commands import SLASH_COMMANDS, SlashCommand, looks_like_command, parse
 from ..handler import EventHandler
+from ..notify import LONG_TURN
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
 from ..widgets.conversation import Conversation
@@ -104,6 +106,8 @@ class MainScreen(Screen[None]):
         self._sent = ""
         """The prompt of the latest turn (given back if a hook blocks it)."""
         self._turn: Worker[None] | None = None
+        self._started = 0.0
+        """When the latest turn (or `!` command) started: a long one's end is worth a bell."""
         self._queued: list[str] = []
         self.tasks_seen = ""
         """The task list as last shown to the person (panel or conversation), rendered."""
@@ -249,17 +253,22 @@ class MainScreen(Screen[None]):
     async def run_session_start(self, source: SessionSource) -> None:
         self._hooks_ready.clear()
         try:
-            handler = EventHandler(self)
-            for event in await self.runtime.start_session(source):
-                await handler.handle(event)
+            await self.show_events(await self.runtime.start_session(source))
         finally:
             self._hooks_ready.set()
+
+    async def show_events(self, events: Sequence[Event]) -> None:
+        """Events from outside a turn (hooks that ran): their notices into the conversation."""
+        handler = EventHandler(self)
+        for event in events:
+            await handler.handle(event)
 
     # --- turns -------------------------------------------------------------------------
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str) -> None:
         self._sent = prompt
+        self._started = time.monotonic()
         await self._hooks_ready.wait()  # SessionStart's context goes with the first prompt
         if not self._ready.is_set():  # sent right at launch: the client is still being built
             self.status.set_activity("connecting…")
@@ -271,6 +280,7 @@ class MainScreen(Screen[None]):
     async def run_shell(self, command: str) -> None:
         """`!command`: the person's own, run now like a turn (esc kills it)."""
         self._sent = f"!{command}"
+        self._started = time.monotonic()
         await self._ready.wait()
         self.status.set_activity("running your command")
         await self._draw_turn(lambda: self.runtime.run_shell(command))
@@ -351,10 +361,20 @@ class MainScreen(Screen[None]):
         self.panel.working = False
         self.status.set_activity("ready")
         self.runtime.file_index.mark_stale()  # the turn may have made or removed files
+        if worker.group == "turn" and self._started and time.monotonic() - self._started > LONG_TURN:
+            self._started = 0.0
+            self._tell_turn_ended(worker)
         if worker is self._turn:
             self._turn = None
         if self._queued:
             await self.submit(self._queued.pop(0))
+
+    def _tell_turn_ended(self, worker: Worker[None]) -> None:
+        # The app's (`TodoAgentApp.needs_person`); a test's plain app has none.
+        needs_person: Callable[[str, str], None] | None = getattr(self.app, "needs_person", None)
+        if needs_person is not None:
+            what = "the turn failed" if worker.state == WorkerState.ERROR else "the turn is done"
+            needs_person(what, "idle_prompt")
 
     # --- ConversationUI ---------------------------------------------------------
 
