@@ -33,6 +33,7 @@ from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import PlainEntry
+from todo_agent.tui.widgets.prompt import Suggestions
 from todo_agent.tui.widgets.status import StatusLine
 from todo_agent.tui.widgets.task_panel import TaskPanel
 
@@ -231,6 +232,34 @@ def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path,
     async def run_before(pilot: Pilot[Any]) -> None:
         await send(pilot, "/help")
         await pilot.press("/", "m")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_at_completion(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    """`@po`: the demo project's files that match, the matched letters in bold."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        main_screen(pilot.app).runtime.file_index.build_now()  # type: ignore[arg-type]
+        main_screen(pilot.app).query_one("#prompt").focus()  # type: ignore[arg-type]
+        await pilot.press(*"explain @po")
+        suggestions = main_screen(pilot.app).query_one(Suggestions)  # type: ignore[arg-type]
+        await wait_until(pilot, lambda: suggestions.word is not None and suggestions.word.query == "po")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_custom_command_in_help(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    project, _ = demo
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review a file for bugs\nargument-hint: [file]\n---\nx\n")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "/help")
+        await pilot.press("/", "r")
         await pilot.pause()
 
     assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)

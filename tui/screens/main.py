@@ -460,8 +460,8 @@ class MainScreen(Screen[None]):
         await self.conversation.add(UserEntry(text))
         self.status.busy = True
         self.panel.working = True
-        command = text.removeprefix("!").strip() if text.startswith("!") else None
-        self._turn = self.run_turn(text) if command is None else self.run_shell(command)
+        command = text.removeprefix("!").strip() if text.startswith("!") else None  # a lone `!` is a prompt
+        self._turn = self.run_shell(command) if command else self.run_turn(text)
 
     # --- slash commands (read in slash.py; this is the screen's side, `CommandHost`) -------
 

@@ -28,9 +28,16 @@ from todo_agent.core.input.file_index import Match
 from ..commands import SlashCommand, complete
 from ..sanitize import sanitize
 
-MENTION_MAX_AGE = 2.0
-"""Seconds a file listing is trusted when `@` completion opens; older, it is rebuilt meanwhile."""
-SHOWN_MATCHES = 30
+MENTION_MAX_AGE = 10.0
+"""Seconds a file listing is trusted when `@` completion opens; older, it is rebuilt in the
+background while the old one answers. (A turn or a `!` command marks it stale at once.)"""
+FILE_ROWS = 9
+"""Files the list shows, always this many rows (blank ones below a short list): a list
+that keeps its size is redrawn alone, while one that grows or shrinks makes the whole
+screen lay itself out again (~15–30 ms a key on a loaded machine)."""
+
+
+FILE_KEYS = "tab or enter puts it in · ↑ ↓ choose · esc closes · @path:10-40 attaches lines 10-40"
 
 
 class MentionSource(Protocol):
@@ -77,12 +84,22 @@ def mention_text(path: str) -> str:
 
 
 def _highlighted(match: Match) -> Content:
+    """The path with the characters the query matched in bold, one span per run of them."""
     path = sanitize(match.path)
-    if len(path) != len(match.path):  # a control character was dropped: no positions to trust
+    if len(path) != len(match.path) or not match.positions:  # a control character was dropped: no positions
         return Content(path)
-    marks = set(match.positions)
-    spans = [(char, "bold $text-accent") if n in marks else char for n, char in enumerate(path)]
-    return Content.assemble(*spans)
+    pieces: list[str | tuple[str, str]] = []
+    start = 0
+    for position in sorted(set(match.positions)):
+        if position < start:
+            continue
+        end = position
+        while end + 1 in match.positions:
+            end += 1
+        pieces += [path[start:position], (path[position : end + 1], "bold $text-accent")]
+        start = end + 1
+    pieces.append(path[start:])
+    return Content.assemble(*pieces)
 
 
 class Suggestions(OptionList):
@@ -98,8 +115,8 @@ class Suggestions(OptionList):
         """The `@` word the files were found for (None: the list holds commands)."""
 
     def show_for(self, commands: list[SlashCommand]) -> None:
-        self.clear_options()
-        self.add_options(
+        self.styles.height = "auto"
+        self.set_options(
             Option(
                 Content.assemble(
                     (c.name, "bold"),
@@ -117,16 +134,20 @@ class Suggestions(OptionList):
 
     def show_files(self, word: MentionWord, matches: list[Match] | None) -> None:
         """Files for the `@` word; None: the list is still being built (say so)."""
-        self.clear_options()
         self.commands, self.word = [], word
-        self.matches = list(matches or [])[:SHOWN_MATCHES]
+        self.matches = list(matches or [])[:FILE_ROWS]
         if matches is None:
-            self.add_option(Option(Content.styled("listing the workspace's files…", "dim italic"), disabled=True))
+            rows = [Option(Content.styled("listing the workspace's files…", "dim italic"), disabled=True)]
         elif not self.matches:
-            self.add_option(Option(Content.styled(f"no file matches @{sanitize(word.query)}", "dim"), disabled=True))
+            rows = [Option(Content.styled(f"no file matches @{sanitize(word.query)}", "dim"), disabled=True)]
         else:
-            self.add_options(Option(_highlighted(m)) for m in self.matches)
-            self.highlighted = 0
+            rows = [Option(_highlighted(m)) for m in self.matches]
+        rows += [Option("", disabled=True) for _ in range(FILE_ROWS - len(rows) - 1)]
+        if len(rows) < FILE_ROWS:  # room left: say how to use the list
+            rows.append(Option(Content.styled(FILE_KEYS, "dim italic"), disabled=True))
+        self.styles.height = FILE_ROWS
+        self.set_options(rows)
+        self.highlighted = 0 if self.matches else None
         self.display = True
 
     def hide(self) -> None:
@@ -173,7 +194,7 @@ class PromptInput(TextArea):
             show_line_numbers=False,
             compact=True,
             highlight_cursor_line=False,
-            placeholder="Ask todo-agent… (/ commands, @ files, ! shell, shift+enter new line)",
+            placeholder="Ask todo-agent… (/ for commands, shift+enter for a new line)",
         )
         self.prompt_history: list[str] = []
         self._history_at: int | None = None
@@ -338,7 +359,7 @@ class PromptBox(Vertical):
         word = mention_at(prompt.text, prompt.cursor_offset) if self.mentions is not None else None
         if word is not None:
             if suggestions.word is None or suggestions.word.query != word.query:
-                self._find_files(word)
+                self._find_files(word, opening=suggestions.word is None)
             return
         commands = complete(prompt.text, self.extra_commands())
         if commands:
@@ -347,11 +368,12 @@ class PromptBox(Vertical):
             suggestions.hide()
 
     @work(thread=True, exclusive=True, group="mentions", exit_on_error=False)
-    def _find_files(self, word: MentionWord) -> None:
+    def _find_files(self, word: MentionWord, opening: bool = False) -> None:
         source = self.mentions
         if source is None:
             return
-        source.refresh(MENTION_MAX_AGE)
+        if opening:  # once per `@`, not per key: a rebuild competes with the typing it would serve
+            source.refresh(MENTION_MAX_AGE)
         found = source.query(word.query)
         self.app.call_from_thread(self._show_files, word, found)
 
