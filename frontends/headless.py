@@ -6,7 +6,10 @@ Output formats:
   with the context's share of the window, `tasks`, each with the `files` it changed).
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
-result says how to allow them. A compaction prints one line to stderr.
+result says how to allow them. A compaction prints one line to stderr, and so does each
+`@path` that could not be attached. `@path` mentions and custom slash commands
+(`-p "/review posts.py"`) work as in the app; a project command's `` !`cmd` `` lines run
+only when an allow rule covers them (or the file was approved in the app).
 Text that reaches a terminal (the answer, errors, notices, hook output) is sanitised like
 the TUI's: escape sequences from the model, the server or a hook are removed, never run;
 JSON output carries the text exactly, with every control character escaped.
@@ -32,7 +35,17 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.events import (
+    Attached,
+    Compacted,
+    Error,
+    Event,
+    HookResult,
+    Notice,
+    TasksUpdated,
+    TurnEnd,
+    Usage,
+)
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
@@ -66,6 +79,8 @@ class _Tally:
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
         elif isinstance(event, HookResult) and event.noteworthy:
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
+        elif isinstance(event, Attached) and event.note:  # `@path` that could not go with the prompt
+            print(f"todo-agent: @{sanitize(event.path)}: {sanitize(event.note)}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens
             self.completion_tokens += event.completion_tokens
