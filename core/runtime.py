@@ -47,7 +47,7 @@ from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
-from .tools import bash, files, fs, search
+from .tools import bash, files, fs, search, web_fetch
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
@@ -112,7 +112,7 @@ class LazyModel:
 
 def build_tools(tasks_version: str) -> list[Tool]:
     task_tools = TASK_TOOLS_V1 if tasks_version == "v1" else TASK_TOOLS_V2
-    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *task_tools]
+    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
 
 
 NO_TOOLS_TEMPLATE = (

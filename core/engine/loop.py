@@ -46,6 +46,7 @@ from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
 from .person_shell import PersonShell
+from .side_request import side_answer
 
 log = logging.getLogger(__name__)
 
@@ -390,7 +391,12 @@ class Agent:
             read_denied=self.permissions.read_denied,
             task_gates=gates if gates else None,
             reads=self.reads,
+            host_allowed=self.permissions.host_named,
+            ask_model=self._side_answer,
         )
+
+    async def _side_answer(self, system: str, question: str) -> str:
+        return await side_answer(self._turn_model or self.model, self.budget, self.counter, system, question)
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""

@@ -24,6 +24,7 @@ Decision order for one tool call:
 8. read-only and task tools → allow;
 9. `acceptEdits` → allow edits; otherwise ask.
 A caller with no way to ask (headless) turns "ask" into a denial that says why.
+Network tools (WebFetch) have an order of their own: `_decide_network`.
 What one rule is and matches (and which rule to suggest) is `core/permissions/rules.py`.
 """
 
@@ -35,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .command_forms import analyse
 from .modes import MODES, PermissionMode
@@ -52,6 +54,10 @@ from .rules import (
 
 Verdict = Literal["allow", "ask", "deny"]
 SETTINGS_DIR = ".todo-agent"
+NETWORK_TOOLS = frozenset({"WebFetch"})
+"""Tools that read the network (`url`), decided by `_decide_network` alone: deny rules,
+then `bypassPermissions`, then `Tool(domain:host)` allow rules; otherwise they ask, in
+every other mode. (Keyed by name until tools declare what they touch; the one place.)"""
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,8 @@ class PermissionPolicy:
 
     def decide(self, tool: str, kind: str, args: dict[str, Any]) -> Decision:
         """See the module docstring for the order."""
+        if tool in NETWORK_TOOLS:
+            return self._decide_network(tool, args)
         if (first := self._rules_and_mode(tool, kind, args)) is not None:
             return first
         path = self._path_subject(tool, args)
@@ -122,6 +130,23 @@ class PermissionPolicy:
         if self.mode == "plan" and kind in ("edit", "execute"):
             return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
         return None
+
+    def _decide_network(self, tool: str, args: dict[str, Any]) -> Decision:
+        host = _url_host(args.get("url"))
+        denied = next((r for r in self.deny if r.tool == tool and r.matches_domain(host)), None)
+        if denied is not None:
+            return Decision("deny", f"{tool} is denied by the permission rule {denied}")
+        if self.mode == "bypassPermissions":
+            return Decision("allow")
+        allowed = (*self.allow, *self.session_allow, *self.turn_allow)
+        if any(r.tool == tool and r.matches_domain(host) for r in allowed):
+            return Decision("allow")
+        return Decision("ask", f"{tool} reads {host or 'the network'}; a {tool}(domain:{host or '…'}) rule allows it")
+
+    def host_named(self, host: str) -> bool:
+        """Whether an allow rule names exactly `host` for a network tool (`WebFetch(domain:localhost)`)."""
+        allowed = (*self.allow, *self.session_allow, *self.turn_allow)
+        return any(r.tool in NETWORK_TOOLS and r.names_host(host.lower()) for r in allowed)
 
     def _uncertain(self, tool: str, args: dict[str, Any]) -> Decision | None:
         """A command that may run a denied program: denied where nobody is asked first
@@ -185,6 +210,9 @@ class PermissionPolicy:
         if tool == "Bash":
             command = args.get("command")
             return suggest_command_rule(command) if isinstance(command, str) else "Bash()"
+        if tool in NETWORK_TOOLS:
+            host = _url_host(args.get("url"))
+            return f"{tool}(domain:{host})" if host else f"{tool}()"
         if tool not in PATH_TOOLS:
             return tool
         path = self._path_subject(tool, args)
@@ -245,6 +273,14 @@ class PermissionPolicy:
     def _resolve(self, raw: str) -> Path:
         path = Path(raw).expanduser()
         return path if path.is_absolute() else self.workspace / path
+
+
+def _url_host(url: object) -> str:
+    """The host a URL names, lower-case ("" for anything that is no URL)."""
+    try:
+        return (urlsplit(url).hostname or "").lower() if isinstance(url, str) else ""
+    except ValueError:
+        return ""
 
 
 def _protected(path: PathSubject) -> str | None:

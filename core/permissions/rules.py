@@ -157,6 +157,26 @@ class Rule:
         body = self.spec.removesuffix(":*") if self.is_prefix else self.spec
         return _match_words(_rule_words(body), words, prefix=self.is_prefix)
 
+    # network specs (`WebFetch(domain:docs.python.org)`, `WebFetch(domain:*.python.org)`)
+
+    def matches_domain(self, host: str) -> bool:
+        """Whether this rule covers fetching from `host` (lower-case): a bare tool rule
+        covers every host, `domain:x` that host, `domain:*.x` the hosts below x."""
+        if self.spec is None:
+            return True
+        kind, _, domain = self.spec.partition(":")
+        domain = domain.strip().lower()
+        if kind.strip() != "domain" or not domain or not host:
+            return False
+        if domain.startswith("*."):
+            return host.endswith(domain[1:])
+        return host == domain
+
+    def names_host(self, host: str) -> bool:
+        """Whether this rule names exactly `host` (no bare tool, no wildcard): what it takes
+        to let a fetch reach a private or local address."""
+        return self.spec is not None and self.spec.replace(" ", "").lower() == f"domain:{host}"
+
     # path specs
 
     def matches_path(self, subject: PathSubject) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,12 @@ class ToolContext:
     """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
     reads: ReadLedger | None = None
     """The files read in this session: Edit and Write refuse one changed since (`reads.py`)."""
+    host_allowed: Callable[[str], bool] = field(default=lambda host: False)
+    """Whether an allow rule names this very host (`WebFetch(domain:localhost)`): only then
+    may WebFetch reach a private or local address."""
+    ask_model: Callable[[str, str], Awaitable[str]] | None = None
+    """A separate short request to the session's model (system text, user text) → its answer;
+    raises `ToolError`. WebFetch answers its `prompt` from a page with it."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)
