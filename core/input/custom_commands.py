@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..globs import split_top_level
+
 Scope = Literal["project", "user"]
 
 MAX_FILE_BYTES = 256_000
@@ -103,15 +105,7 @@ def _unquote(value: str) -> str:
 
 def _split_rules(text: str) -> list[str]:
     """`Bash(git add:*), Read` → two rules: commas inside parentheses stay."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        current += char
-    return [p for p in (_unquote(part) for part in [*parts, current]) if p]
+    return [p for p in (_unquote(part) for part in split_top_level(text, "()")) if p]
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, str | list[str]], str]:

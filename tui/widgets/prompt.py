@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, TypeVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -31,6 +31,7 @@ from ..sanitize import sanitize
 MENTION_MAX_AGE = 10.0
 """Seconds a file listing is trusted when `@` completion opens; older, it is rebuilt in the
 background while the old one answers. (A turn or a `!` command marks it stale at once.)"""
+T = TypeVar("T")
 FILE_ROWS = 9
 """Files the list shows, always this many rows (blank ones below a short list): a list
 that keeps its size is redrawn alone, while one that grows or shrinks makes the whole
@@ -154,19 +155,17 @@ class Suggestions(OptionList):
         self.commands, self.matches, self.word = [], [], None
         self.display = False
 
+    def _highlighted_in(self, items: Sequence[T]) -> T | None:
+        at = self.highlighted
+        return items[at] if self.display and at is not None and at < len(items) else None
+
     @property
     def selected(self) -> SlashCommand | None:
-        commands = self.commands
-        if not self.display or self.highlighted is None or self.highlighted >= len(commands):
-            return None
-        return commands[self.highlighted]
+        return self._highlighted_in(self.commands)
 
     @property
     def selected_file(self) -> Match | None:
-        matches = self.matches
-        if not self.display or self.highlighted is None or self.highlighted >= len(matches):
-            return None
-        return matches[self.highlighted]
+        return self._highlighted_in(self.matches)
 
 
 class PromptInput(TextArea):
@@ -386,6 +385,8 @@ class PromptBox(Vertical):
 
     def files_changed(self) -> None:
         """A new listing is in: the open file list is found again from it."""
-        suggestions = self.query_one(Suggestions)
+        suggestions = next(self.query(Suggestions).results(), None)
+        if suggestions is None:  # (gone: the screen closed while the files were listed)
+            return
         if suggestions.display and suggestions.word is not None:
             self._find_files(suggestions.word)
