@@ -163,6 +163,7 @@ def main() -> None:
     plain = sorted(k for r in rounds for k in r["plain_keys"])
     listing = [r["launch_to_listing"] for r in rounds]
     summary = {
+        "load_average_after": os.getloadavg()[0],
         "files": args.files,
         "git": args.git,
         "launch_to_listing_s": [round(x, 2) for x in listing],

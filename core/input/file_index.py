@@ -185,27 +185,34 @@ class Snapshot:
 
 
 def _char_class(*chars: str) -> str:
-    """`[^…]*`: anything but `chars`, escaped for a character class."""
-    return "[^" + "".join(re.escape(c) for c in chars) + "]*"
+    """`[^…]*+`: as many as there are of anything but `chars`, never given back."""
+    return "[^" + "".join(re.escape(c) for c in chars) + "]*+"
 
 
 def _in_order(query: str, *, within_name: bool) -> str:
-    """`query`'s characters in order on one line, each as early as possible (no
-    backtracking); `within_name`: all of them in the last path segment."""
+    """`query`'s characters in order on one line (`within_name`: in its last path segment).
+
+    Anchored at the line's start and possessive (`*+`): each line is tried once, in one
+    pass, taking each character as early as it comes. A later start could not succeed
+    where the earliest failed, and giving characters back could not either, so neither
+    is tried (the backtracking made a long query over 100,000 paths take 0.2 s)."""
     stop = ("/", "\n") if within_name else ("\n",)
-    parts = [re.escape(query[0])]
-    parts += [_char_class(char, *stop) + re.escape(char) for char in query[1:]]
-    return "".join(parts) + (_char_class(*stop) + "$" if within_name else "")
+    parts = ["\n(?>[^\n]*/)" if within_name else "\n"]
+    parts += [_char_class(char, *stop) + re.escape(char) for char in query]
+    if within_name:
+        parts.append(_char_class(*stop) + "$")
+    return "".join(parts)
 
 
 def _tiers(query: str) -> list[re.Pattern[str]]:
-    """The tiers' patterns over `Snapshot.text`, best first. Each starts with a literal, so
-    the regular expression engine skips ahead to it rather than trying every position."""
+    """The tiers' patterns over `Snapshot.text`, best first. Each starts with a literal (the
+    query, a `/` or the line's `\n`), so the engine skips ahead to it instead of trying
+    every position."""
     literal = re.escape(query)
     tiers: list[str] = []
     if "/" not in query:
         name_rest = _char_class("/", "\n") + "$"
-        exact = "/" + literal + r"(?:\.[^/\n]*)?$"  # the name itself, with any extension: `cli` → cli.py
+        exact = "/" + literal + r"(?:\.[^/\n]*+)?$"  # the name itself, with any extension: `cli` → cli.py
         tiers += [exact, "/" + literal + name_rest, literal + name_rest, _in_order(query, within_name=True)]
     tiers += [literal, _in_order(query, within_name=False)]
     return [re.compile(pattern, re.MULTILINE) for pattern in tiers]
@@ -229,6 +236,23 @@ def positions(path: str, query: str) -> tuple[int, ...]:
     return tuple(reversed(found))
 
 
+FEW = 2_000
+"""Up to this many matches, a query finds them all in one pass and ranks them in Python."""
+
+
+def _entry_at(snapshot: Snapshot, offset: int) -> int:
+    """The entry whose line holds `offset` in the text (a match's last character is on its
+    entry's line; it may begin at the `\n` before it)."""
+    return bisect_right(snapshot.starts, offset) - 1
+
+
+def _line_match(snapshot: Snapshot, pattern: re.Pattern[str], entry: int) -> bool:
+    """Whether `pattern` matches entry's line (from the `\n` before it to its end)."""
+    starts = snapshot.starts
+    end = starts[entry + 1] - 1 if entry + 1 < len(starts) else len(snapshot.text) - 1
+    return pattern.search(snapshot.text, starts[entry] - 1, end) is not None
+
+
 class FileIndex:
     """The files and folders of one workspace, for `@` completion."""
 
@@ -249,6 +273,8 @@ class FileIndex:
         self._building = False
         self._stale = False
         self._lock = threading.Lock()
+        self._few: tuple[Snapshot, str, list[int]] | None = None
+        """The last query that matched few entries, and those entries (`_few_matches`)."""
         self.error: str | None = None
 
     @property
@@ -308,17 +334,44 @@ class FileIndex:
             return []
         if not query:
             return self._matches(snapshot, range(len(snapshot.shown)), query, limit)
-        picked: dict[int, None] = {}
+        tiers = _tiers(query)
         wanted = limit * 2  # room for what `hidden` leaves out
-        for tier in _tiers(query):
+        few = self._few_matches(snapshot, query, tiers[-1])
+        if few is not None:  # all of them are known: rank them here
+            ranked = sorted(few, key=lambda entry: (self._tier(snapshot, tiers, entry), entry))
+            return self._matches(snapshot, ranked, query, limit)
+        picked: dict[int, None] = {}
+        for tier in tiers:
             # The text is in rank order: each tier's first hits are its best.
             for found in tier.finditer(snapshot.text):
-                picked.setdefault(bisect_right(snapshot.starts, found.start()) - 1)
+                picked.setdefault(_entry_at(snapshot, found.end() - 1))
                 if len(picked) >= wanted:
                     break
             if len(picked) >= wanted:
                 break
         return self._matches(snapshot, picked, query, limit)
+
+    def _few_matches(self, snapshot: Snapshot, query: str, anywhere: re.Pattern[str]) -> list[int] | None:
+        """Every entry `query` matches at all, when there are at most `FEW` (else None).
+
+        One pass of the loosest tier finds them; the next keystroke, which can only match
+        fewer, looks at those alone. Most queries past a few letters end here: one scan,
+        or none, instead of one per tier."""
+        last = self._few
+        if last is not None and last[0] is snapshot and query.startswith(last[1]):
+            found = [entry for entry in last[2] if _line_match(snapshot, anywhere, entry)]
+        else:
+            found = []
+            for match in anywhere.finditer(snapshot.text):
+                found.append(_entry_at(snapshot, match.end() - 1))
+                if len(found) > FEW:
+                    return None
+        self._few = (snapshot, query, found)
+        return found
+
+    @staticmethod
+    def _tier(snapshot: Snapshot, tiers: list[re.Pattern[str]], entry: int) -> int:
+        return next((n for n, tier in enumerate(tiers) if _line_match(snapshot, tier, entry)), len(tiers))
 
     def _matches(self, snapshot: Snapshot, entries: Iterable[int], query: str, limit: int) -> list[Match]:
         found: list[Match] = []

@@ -70,6 +70,9 @@ class InputPreparer:
             if prepared.refusal:
                 yield prepared
                 return
+        if "@" not in mentioned:
+            yield prepared
+            return
         attacher = self.attacher()
         attachments = await asyncio.to_thread(attacher.attach_all, mentioned)
         for item in attachments:
