@@ -7,18 +7,27 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_stop_signals import _OnTerminal
-from tui_helpers import SIZE, bash_step, main_screen, make_app, send, turn_done, wait_until
+from textual import events
+from tui_helpers import SIZE, bash_step, main_screen, make_app, make_config, send, turn_done, wait_until
 
 from todo_agent.core.hooks.spec import HookSpec
+from todo_agent.core.model.scripted import ScriptedModel
+from todo_agent.core.runtime import Runtime
+from todo_agent.core.settings import Config
+from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.approvals import ApprovalBroker
 from todo_agent.tui.notify import BEL, RESTORE_TITLE, SAVE_TITLE, Attention, desktop_notification
 from todo_agent.tui.screens import main as main_module
 from todo_agent.tui.screens.approval import ApprovalScreen
+from todo_agent.tui.screens.starting import StartScreen
+from todo_agent.tui.widgets.prompt import PromptInput
 
 OSC = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
@@ -150,3 +159,29 @@ async def test_the_notification_hook_runs_with_claude_codes_fields(workspace: Pa
         await pilot.press("y")
         await turn_done(pilot)
         assert main_screen(app).runtime.history[-1]["content"] == "ok"
+
+
+async def test_keys_work_after_the_terminal_was_in_the_background_during_start_up(workspace: Path) -> None:
+    """The terminal reported focus out while the first frame was up (tmux `focus-events on`
+    and another window chosen): the main screen came up with nothing focused, and every key
+    was dropped until a click."""
+    release = threading.Event()
+
+    def create(config: Config, broker: ApprovalBroker) -> Runtime:
+        release.wait(60)
+        return Runtime.create(config, approver=broker.approve, model=ScriptedModel.from_data([]))
+
+    app = TodoAgentApp.starting(make_config(workspace), create=create, animations=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, StartScreen))
+            app.post_message(events.AppBlur())
+            await wait_until(pilot, lambda: not app.app_focus)
+            release.set()
+            await wait_until(pilot, lambda: app.runtime is not None and main_screen(app).is_current)
+            await pilot.press(*"hi")
+            assert main_screen(app).query_one(PromptInput).text == "hi"
+    finally:
+        release.set()
+        if app.runtime is not None:
+            app.runtime.close()

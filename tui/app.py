@@ -251,8 +251,20 @@ class TodoAgentApp(App[int]):
             driver.write(text)
             driver.flush()
 
-    def on_app_focus(self) -> None:
+    def watch_app_focus(self, focused: bool) -> None:
+        """Back from another window (the terminal reports focus, or a key is typed): the
+        person's title comes back, and so does the focus. Textual gives focus back only to
+        a widget on the screen that lost it, and a screen shown while the terminal was in
+        the background gets no focus of its own: the main screen, swapped in during start-up
+        with focus reporting on (tmux `focus-events on`), took no keys at all."""
+        if not focused:
+            return
         self.attention.seen()
+        screen = self.screen
+        if screen.focused is None and isinstance(screen.AUTO_FOCUS, str):
+            target = next((w for w in screen.query(screen.AUTO_FOCUS) if w.focusable), None)
+            if target is not None:
+                screen.set_focus(target)
 
     def needs_person(self, message: str, kind: NotificationKind) -> None:
         """The agent waits for the person: tell the terminal if it is in the background, and
