@@ -8,7 +8,8 @@ terminal does not have focus (the terminal reports focus changes; Textual keeps
 - with `[ui] notify = "auto"` (the default), a desktop notification: OSC 777 (`notify`)
   on foot and rxvt-unicode, OSC 9 elsewhere (iTerm2, kitty, WezTerm, Ghostty, Windows
   Terminal); inside tmux it is wrapped for tmux to pass on (tmux needs
-  `set -g allow-passthrough on` for that, and `set -g focus-events on` to report focus);
+  `set -g allow-passthrough on` for that, `all` from a window in the background, and
+  `set -g focus-events on` to report focus);
 - the window title, `todo-agent: <what it waits for>`, after saving the old one on the
   terminal's title stack, which is restored when the terminal has focus again (and on exit).
 
