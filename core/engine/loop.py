@@ -30,7 +30,16 @@ from typing import Any
 
 from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
 from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
-from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, ToolCall
+from ..model.base import (
+    ChatModel,
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ToolCall,
+    valid_json,
+    valid_text,
+)
 from ..model.history import assistant_message, missing_replies
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
@@ -346,12 +355,16 @@ class Agent:
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""
-        kept = self._window.cap_tool_output(output)
+        kept = valid_text(self._window.cap_tool_output(output))
         self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
         return kept
 
     def append(self, message: Message, status: str | None = None) -> None:
-        """Add to history (and the session file). `status` is how a tool call ended."""
+        """Add to history (and the session file). `status` is how a tool call ended.
+
+        Lone surrogates (from a server's tool arguments, a hook's JSON, a file name) become
+        U+FFFD here, as in every request (`OpenAIChatModel`): the session holds what was sent."""
+        message = valid_json(message)
         if self.session is not None:
             self.session.append(message, status)
         else:

@@ -22,7 +22,18 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
 from ..redact import mask_url, redact
-from .base import ContextOverflowError, Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
+from .base import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelUsage,
+    StreamItem,
+    ToolCall,
+    high_surrogate_tail,
+    valid_json,
+    valid_text,
+)
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_DETAIL = 200
@@ -194,11 +205,15 @@ class OpenAIChatModel:
         # message by message by the SDK's request transform, ~0.35 ms each on the event
         # loop (0.7 s of frozen UI per request in a 2,000-message session). It is already
         # plain JSON in the API's shape.
+        # The one place every request passes: whatever a server, a tool, a hook or a file
+        # name put in the history, a lone surrogate is sent as U+FFFD (the SDK's encoder
+        # cannot write it as UTF-8 at all). The agent stores the same in the session.
+        messages, tools = valid_json(list(messages)), valid_json(list(tools))
         limit = max_tokens or openai.omit
         return await self._client.chat.completions.create(
             model=self._model,
             messages=cast(Iterable[ChatCompletionMessageParam], []),
-            extra_body={"messages": list(messages)},
+            extra_body={"messages": messages},
             tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
@@ -265,6 +280,8 @@ class _Assembler:
         self.by_index: dict[int, _PartialCall] = {}
         self.finish_reason: str | None = None
         self.usage: ModelUsage | None = None
+        self._held = ""
+        """The first half of a surrogate pair that ended a delta: the next one may complete it."""
 
     def feed(self, chunk: ChatCompletionChunk) -> list[str]:
         """Take one chunk; return its text deltas."""
@@ -276,7 +293,7 @@ class _Assembler:
                 continue  # only the first choice is ever asked for
             delta = choice.delta
             if delta is not None:
-                text = _as_text(delta.content)
+                text = self._valid(_as_text(delta.content))
                 if text:
                     deltas.append(text)
                     self.text.append(text)
@@ -285,6 +302,12 @@ class _Assembler:
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return deltas
+
+    def _valid(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        cut = high_surrogate_tail(text)
+        text, self._held = text[:cut], text[cut:]
+        return valid_text(text)
 
     def _add(self, piece: ChoiceDeltaToolCall) -> None:
         index: int | None = getattr(piece, "index", None)  # some servers omit it on single calls
@@ -302,7 +325,7 @@ class _Assembler:
         if function is None:
             return
         # Names may come in pieces; a server that repeats the whole name must not double it.
-        name = _as_text(function.name)
+        name = valid_text(_as_text(function.name))
         if name and name != call.name:
             call.name += name
         if function.arguments:
@@ -314,6 +337,8 @@ class _Assembler:
         """The complete response; `new_id()` names calls that came without an id."""
         if self.finish_reason is None:
             raise ModelError("the model's response was cut off (stream ended early)", retryable=True)
+        if self._held:  # the pair's second half never came
+            self.text.append(valid_text(self._held))
         taken = {c.id for c in self.calls if c.id}
         calls: list[ToolCall] = []
         for call in self.calls:
@@ -331,12 +356,12 @@ class _Assembler:
 
 
 def _as_text(value: object) -> str:
-    """Delta text as some servers send it: a string, null, or a list of content parts;
-    lone surrogates become U+FFFD."""
+    """Delta text as some servers send it: a string, null, or a list of content parts.
+    Not yet valid Unicode: a surrogate pair may be split across two deltas."""
     if isinstance(value, str):
-        return valid_text(value)
+        return value
     if isinstance(value, list):
-        return valid_text("".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value))
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
     return ""
 
 
