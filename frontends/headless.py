@@ -18,6 +18,10 @@ repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdou
 away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
 the run, from `frontends/cli.py`.)
 
+A request that fails in a way that may pass (a server busy, restarting or rate limiting,
+a dropped connection) is retried after a wait, each wait one line on stderr
+(`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
+
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
 `stream-json` carries every hook run as a `HookResult` event. Project hooks that the
@@ -32,7 +36,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, Retrying, TasksUpdated, TurnEnd, Usage
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
@@ -64,7 +68,8 @@ class _Tally:
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens

@@ -156,8 +156,10 @@ def test_a_stream_that_is_not_utf8(workspace: Path) -> None:
     items = [{"raw_events": [event, "[DONE]"], "encoding": "latin-1"}] * 4
     with run_in_thread(items, check_unused=False) as server:
         result = todo_agent(workspace, server.base_url, "-p", "hello")
+        requests = len(server.requests)
     assert result.returncode == 1
     assert "not UTF-8" in result.stderr
+    assert requests == 1  # a server's encoding does not change on a retry
     assert "Traceback" not in result.stderr
 
 

@@ -28,7 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
+from ..events import (
+    AssistantMessage,
+    Compacted,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    Retrying,
+    TextDelta,
+    TurnEnd,
+    Usage,
+)
 from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
 from ..model.base import (
     ChatModel,
@@ -52,6 +63,7 @@ from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +74,12 @@ class AgentOptions:
     """Model requests per user turn before the agent stops (`--max-turns`, `max_turns`)."""
     repeat_limit: int = 5
     """Identical tool calls in a row that count as a loop (`max_repeated_calls`; 0: off)."""
-    stream_retries: int = 2
-    """Extra attempts after a response that failed part-way (cut off, server error)."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (`request_retries`; `retry.py`)."""
     retry_delay: float = 1.0
-    """Seconds before the first retry; doubles each time."""
+    """Seconds before the first retry; doubles each time, with jitter."""
+    retry_max_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
 
 
 @dataclass
@@ -268,10 +282,14 @@ class Agent:
                 yield item
 
     async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
-        """One model request, retried when a response fails part-way. A refusal as too
-        long is handed back (not retried here: the history must shrink first)."""
+        """One model request, retried (with backoff, in view) when it failed in a way that may
+        pass. A refusal as too long is handed back (not retried here: the history must
+        shrink first)."""
         schemas = self.schemas()
-        for attempt in range(1, self.options.stream_retries + 2):
+        options = self.options
+        policy = RetryPolicy(options.request_retries, options.retry_delay, options.retry_max_wait)
+        waited = 0.0
+        for attempt in range(1, options.request_retries + 2):
             self._partial = []
             messages = self.request_messages()
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
@@ -293,15 +311,17 @@ class Agent:
                 yield exc
                 return
             except ModelError as exc:
-                if not exc.retryable or attempt > self.options.stream_retries:
+                wait = policy.next_wait(attempt, waited, exc.retry_after) if exc.retryable else None
+                if wait is None or wait.seconds is None:
                     self._partial = []
-                    yield Error(exc.message)
+                    yield Error(f"{exc.message} ({wait.why})" if wait is not None and wait.why else exc.message)
                     return
                 if self._partial:
                     self._partial = []  # void: an interrupt during the wait must not save it
                     yield ResponseDiscarded(exc.message, attempt)
-                yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
-                await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
+                yield Retrying(exc.reason, exc.message, wait.seconds, attempt, options.request_retries)
+                await asyncio.sleep(wait.seconds)  # cancelled at once by an interrupt (esc)
+                waited += wait.seconds
             except ScriptError as exc:
                 yield Error(str(exc))
                 return

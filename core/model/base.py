@@ -72,14 +72,20 @@ def high_surrogate_tail(text: str) -> int:
 class ModelError(Exception):
     """The model could not answer. `message` is one line a person can act on.
 
-    `retryable` marks failures where asking again may work (a stream cut off,
-    a server error after the client's own retries).
+    `retryable` marks failures where asking again later may work (a server busy or
+    restarting, a connection dropped, a stream cut off); the agent loop waits and retries
+    them in view. `reason` says which in a few words, for the status line (`server busy
+    (503)`); `retry_after` is how long the server asked to wait (`Retry-After`), if it did.
     """
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool = False, reason: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.reason = reason or message.split(":", 1)[0]
+        self.retry_after = retry_after
 
 
 class ContextOverflowError(ModelError):

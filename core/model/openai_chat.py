@@ -8,12 +8,15 @@ servers really send, and turns every SDK failure into a one-line `ModelError`.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
+import math
 import os
 import re
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import openai
@@ -42,12 +45,15 @@ _MAX_DETAIL = 200
 class OpenAIChatModel:
     """A `ChatModel` for OpenAI and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, …).
 
-    The SDK's own retries are off (`max_retries=0`): they waited seconds without a word on a
-    refused connection. Failures worth another try (connection errors, timeouts, 408, 409,
-    429, 5xx) are raised as `retryable`, and the agent loop retries them in view ("…;
-    retrying (1/2)"). One case is retried here, at once and silently: a request on a
-    kept-alive connection the server had already closed (llama.cpp closes them after each
-    stream), which is not a failure of the server at all.
+    The SDK's own retries are off (`max_retries=0`, and never set per request): they
+    waited seconds without a word, and under the agent loop's own they would multiply
+    (each of its attempts three requests). Failures worth another try (connection errors,
+    timeouts, a stream cut off, HTTP 408, 409, 429, 500, 502, 503, 504, 529 and
+    Cloudflare's 520–524) are raised as `retryable`, with the server's `Retry-After`, and
+    the agent loop waits them out in view ("server busy (503) — retrying in 8 s (3 of
+    6)"). One case is retried here, at once and silently: a request on a kept-alive
+    connection the server had already closed (llama.cpp closes them after each stream),
+    which is not a failure of the server at all.
     """
 
     def __init__(
@@ -113,7 +119,8 @@ class OpenAIChatModel:
             raise ContextOverflowError(message, window=exc.window, prompt_tokens=exc.prompt_tokens) from exc
         except ModelError as exc:
             raw = self._raw_base_url or str(self._client.base_url)
-            raise ModelError(redact(exc.message, raw), retryable=exc.retryable) from exc
+            message = redact(exc.message, raw)
+            raise ModelError(message, retryable=exc.retryable, reason=exc.reason, retry_after=exc.retry_after) from exc
 
     async def _stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
@@ -126,20 +133,27 @@ class OpenAIChatModel:
                     for text in assembler.feed(chunk):
                         yield text
             except json.JSONDecodeError as exc:
-                raise ModelError(f"the server sent a malformed stream event ({exc.msg})", retryable=True) from exc
+                raise ModelError(
+                    f"the server sent a malformed stream event ({exc.msg})", retryable=True, reason="malformed stream"
+                ) from exc
             except UnicodeDecodeError as exc:
-                raise ModelError("the server sent bytes that are not UTF-8 in its stream", retryable=True) from exc
+                # Not retried: a server's encoding does not change from one request to the next.
+                raise ModelError("the server sent bytes that are not UTF-8 in its stream") from exc
             except openai.APIConnectionError as exc:
                 if assembler.finish_reason is None:
                     reason = _connection_reason(exc)
                     raise ModelError(
-                        f"the model's response was cut off (connection lost: {reason})", retryable=True
+                        f"the model's response was cut off (connection lost: {reason})",
+                        retryable=True,
+                        reason="connection lost",
                     ) from exc
                 # The answer was complete; only the trailing usage chunk or [DONE] was lost.
             except openai.APIError as exc:
                 if (overflow := _overflow(exc)) is not None:
                     raise overflow from exc
-                raise ModelError(f"the server reported an error mid-stream: {_detail(exc)}", retryable=True) from exc
+                raise ModelError(
+                    f"the server reported an error mid-stream: {_detail(exc)}", retryable=True, reason="server error"
+                ) from exc
         yield assembler.finish(self._next_id)
 
     def _next_id(self) -> str:
@@ -228,9 +242,16 @@ class OpenAIChatModel:
         if (overflow := _overflow(exc)) is not None:
             return overflow
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}", retryable=True)
+            reason = _connection_reason(exc)
+            brief = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot reach the server"
+            return ModelError(f"cannot reach {self.base_url}: {reason}", retryable=True, reason=brief)
         if isinstance(exc, openai.APIStatusError):
-            return self._explained(exc) or ModelError(self._status_message(exc), retryable=_worth_retrying(exc))
+            return self._explained(exc) or ModelError(
+                self._status_message(exc),
+                retryable=_worth_retrying(exc),
+                reason=_brief(exc.status_code),
+                retry_after=_retry_after(exc.response.headers),
+            )
         return ModelError(f"model API error: {_detail(exc)}")
 
     def _explained(self, exc: openai.APIStatusError) -> ModelError | None:
@@ -258,6 +279,8 @@ class OpenAIChatModel:
             if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
                 return f"quota exceeded (HTTP 429): {detail}"
             return f"rate limited (HTTP 429): {detail}"
+        if status in _BUSY:
+            return f"server busy (HTTP {status}): {detail}"
         if status >= 500:
             return f"server error (HTTP {status}): {detail}"
         what = {400: "request rejected", 403: "permission denied"}.get(status, f"HTTP error from {self.base_url}")
@@ -336,7 +359,9 @@ class _Assembler:
     def finish(self, new_id: Callable[[], str]) -> ModelResponse:
         """The complete response; `new_id()` names calls that came without an id."""
         if self.finish_reason is None:
-            raise ModelError("the model's response was cut off (stream ended early)", retryable=True)
+            raise ModelError(
+                "the model's response was cut off (stream ended early)", retryable=True, reason="response cut off"
+            )
         if self._held:  # the pair's second half never came
             self.text.append(valid_text(self._held))
         taken = {c.id for c in self.calls if c.id}
@@ -370,18 +395,54 @@ def _usage(usage: CompletionUsage) -> ModelUsage:
     return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
 
 
-_RETRY_STATUSES = frozenset({408, 409, 429})
+_BUSY = frozenset({503, 529})
+"""Busy, overloaded or still loading the model: 529 is Anthropic's (and its proxies') "overloaded"."""
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 504, 520, 521, 522, 523, 524}) | _BUSY
+"""Statuses that say "try again later": timeouts, conflicts, rate limits, a server or a
+proxy in front of it (Cloudflare's 52x) that failed or is restarting. Not 501 or 505, and
+never 400/401/403/404: asking the same way again cannot work."""
+_BRIEF = {408: "request timed out", 409: "conflict", 429: "rate limited", 502: "bad gateway", 504: "gateway timeout"}
+
+
+def _brief(status: int) -> str:
+    """`server busy (503)`: what a status means, in a few words for the status line."""
+    what = "server busy" if status in _BUSY else _BRIEF.get(status, "server error" if status >= 500 else "HTTP error")
+    return f"{what} ({status})"
 
 
 def _worth_retrying(exc: openai.APIStatusError) -> bool:
-    """What the SDK itself would retry: a server that says so, 408, 409, 429 and 5xx;
-    not OpenAI's 429 "insufficient_quota" (no credit: waiting will not help)."""
+    """A server that says so (`x-should-retry`), or one of `_RETRY_STATUSES`; not OpenAI's
+    429 "insufficient_quota" (no credit: waiting will not help)."""
     should = exc.response.headers.get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
     if exc.code == "insufficient_quota":
         return False
-    return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+    return exc.status_code in _RETRY_STATUSES
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: `retry-after-ms` (OpenAI's), `Retry-After` in
+    seconds or as an HTTP date; None when it does not say (or says nonsense)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _is_web_page(exc: openai.APIStatusError) -> bool:
