@@ -55,7 +55,7 @@ Server-wide options (`FakeOpenAIServer(..., option=...)`):
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
 `server.requests`, `server.violations`), from another event loop or a subprocess test with
 `with run_in_thread(items) as server:`, or as a process:
-`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N]` prints the
+`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N] [--no-retry-after]` prints the
 base URL on its first stdout line and serves until SIGTERM/SIGINT. A script file may be
 `{"responses": [...], "without_tools": {...}, "props": {...}}`.
 """
@@ -615,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context-limit", type=int, help="refuse requests over N tokens with HTTP 400")
     parser.add_argument("--overflow-shape", choices=("openai", "llama"), default="openai")
     parser.add_argument("--no-usage", action="store_true", help="never report usage")
+    parser.add_argument(
+        "--no-retry-after", action="store_true", help="send no retry-after-ms on errors (clients use their backoff)"
+    )
     args = parser.parse_args(argv)
     items, options = load_script(args.script)
     server = FakeOpenAIServer(
@@ -624,6 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         context_limit=args.context_limit,
         overflow_shape=args.overflow_shape,
         send_usage=not args.no_usage,
+        retry_after_ms=None if args.no_retry_after else 1,
         **options,
     )
     asyncio.run(_serve_forever(server))
