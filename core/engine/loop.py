@@ -37,6 +37,7 @@ from ..events import (
     ResponseDiscarded,
     Retrying,
     TextDelta,
+    ToolFinished,
     TurnEnd,
     Usage,
 )
@@ -203,23 +204,37 @@ class Agent:
                 if ended:
                     return
                 continue
-            verdict = turn.guard.check(calls)
-            if verdict == "stop":
-                for message in missing_replies(self.history, STOPPED_CALL):
-                    self.append(message, "cancelled")
-                yield Notice(stop_notice(calls, turn.guard.count), "warning")
-                yield TurnEnd("loop")
-                return
-            cut = response.finish_reason == "length"
-            refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
-            self._batch = BatchRunner(self._batch_deps(), calls, refused)
-            async for event in self._batch.run():
+            ended = False
+            async for event in self._tool_batch(turn, response, calls):
+                ended = isinstance(event, TurnEnd)
                 yield event
-            if self._batch.rejected:
-                yield TurnEnd("rejected")
+            if ended:
                 return
         yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
         yield TurnEnd("max_turns")
+
+    async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Run one response's tool calls (unless the repeated-call guard stops the turn);
+        ends with a `TurnEnd` when the turn ends here."""
+        verdict = turn.guard.check(calls)
+        if verdict == "stop":
+            for message in missing_replies(self.history, STOPPED_CALL):
+                self.append(message, "cancelled")
+            yield Notice(stop_notice(calls, turn.guard.count, self.tools), "warning")
+            yield TurnEnd("loop")
+            return
+        cut = response.finish_reason == "length"
+        refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
+        self._batch = BatchRunner(self._batch_deps(), calls, refused)
+        results: dict[str, str] = {}
+        async for event in self._batch.run():
+            if isinstance(event, ToolFinished):
+                results[event.call_id] = event.output
+            yield event
+        if verdict == "ok":  # a refused repeat got no result of its own to compare
+            turn.guard.observe([results.get(c.id, "") for c in calls])
+        if self._batch.rejected:
+            yield TurnEnd("rejected")
 
     async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
         """The model answered without tool calls: the events to show, and whether the turn
