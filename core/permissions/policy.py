@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from .command_forms import analyse
-from .modes import MODES, PermissionMode
+from .modes import PermissionMode, next_mode
 from .rules import (
     PATH_TOOLS,
     READING,
@@ -82,9 +82,7 @@ class PermissionPolicy:
         return cls(workspace, mode, [Rule.parse(r) for r in allow], [Rule.parse(r) for r in deny])
 
     def cycle_mode(self) -> PermissionMode:
-        cycle = MODES if self.bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
-        position = cycle.index(self.mode) if self.mode in cycle else -1
-        self.mode = cycle[(position + 1) % len(cycle)]
+        self.mode = next_mode(self.mode, bypass_in_cycle=self.bypass_in_cycle)
         return self.mode
 
     def add_session_rule(self, rule: str) -> None:
