@@ -8,15 +8,12 @@ servers really send, and turns every SDK failure into a one-line `ModelError`.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
 import os
 import re
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import openai
@@ -37,6 +34,7 @@ from .base import (
     valid_json,
     valid_text,
 )
+from .transient import BUSY, RETRY_STATUSES, brief, retry_after
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_DETAIL = 200
@@ -242,15 +240,15 @@ class OpenAIChatModel:
         if (overflow := _overflow(exc)) is not None:
             return overflow
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            reason = _connection_reason(exc)
-            brief = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot reach the server"
-            return ModelError(f"cannot reach {self.base_url}: {reason}", retryable=True, reason=brief)
+            cause = _connection_reason(exc)
+            said = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot reach the server"
+            return ModelError(f"cannot reach {self.base_url}: {cause}", retryable=True, reason=said)
         if isinstance(exc, openai.APIStatusError):
             return self._explained(exc) or ModelError(
                 self._status_message(exc),
                 retryable=_worth_retrying(exc),
-                reason=_brief(exc.status_code),
-                retry_after=_retry_after(exc.response.headers),
+                reason=brief(exc.status_code),
+                retry_after=retry_after(exc.response.headers),
             )
         return ModelError(f"model API error: {_detail(exc)}")
 
@@ -279,7 +277,7 @@ class OpenAIChatModel:
             if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
                 return f"quota exceeded (HTTP 429): {detail}"
             return f"rate limited (HTTP 429): {detail}"
-        if status in _BUSY:
+        if status in BUSY:
             return f"server busy (HTTP {status}): {detail}"
         if status >= 500:
             return f"server error (HTTP {status}): {detail}"
@@ -395,54 +393,15 @@ def _usage(usage: CompletionUsage) -> ModelUsage:
     return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
 
 
-_BUSY = frozenset({503, 529})
-"""Busy, overloaded or still loading the model: 529 is Anthropic's (and its proxies') "overloaded"."""
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 504, 520, 521, 522, 523, 524}) | _BUSY
-"""Statuses that say "try again later": timeouts, conflicts, rate limits, a server or a
-proxy in front of it (Cloudflare's 52x) that failed or is restarting. Not 501 or 505, and
-never 400/401/403/404: asking the same way again cannot work."""
-_BRIEF = {408: "request timed out", 409: "conflict", 429: "rate limited", 502: "bad gateway", 504: "gateway timeout"}
-
-
-def _brief(status: int) -> str:
-    """`server busy (503)`: what a status means, in a few words for the status line."""
-    what = "server busy" if status in _BUSY else _BRIEF.get(status, "server error" if status >= 500 else "HTTP error")
-    return f"{what} ({status})"
-
-
 def _worth_retrying(exc: openai.APIStatusError) -> bool:
-    """A server that says so (`x-should-retry`), or one of `_RETRY_STATUSES`; not OpenAI's
+    """A server that says so (`x-should-retry`), or one of `RETRY_STATUSES`; not OpenAI's
     429 "insufficient_quota" (no credit: waiting will not help)."""
     should = exc.response.headers.get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
     if exc.code == "insufficient_quota":
         return False
-    return exc.status_code in _RETRY_STATUSES
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks to wait: `retry-after-ms` (OpenAI's), `Retry-After` in
-    seconds or as an HTTP date; None when it does not say (or says nonsense)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return exc.status_code in RETRY_STATUSES
 
 
 def _is_web_page(exc: openai.APIStatusError) -> bool:
