@@ -54,6 +54,8 @@ class ToolRecord:
     is_error: bool
     call_id: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    writes: tuple[str, ...] = ()
+    """The paths the call writes, as its tool declared them (for the change record)."""
 
 
 @dataclass(frozen=True)

@@ -135,12 +135,12 @@ class Runtime:
         self.server_notices: list[Notice] = []
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
+        self.tools = build_tools(config.tasks_version)
         self.permissions = PermissionPolicy.from_strings(
-            config.workspace, config.permission_mode, config.allow, config.deny
+            config.workspace, config.permission_mode, config.allow, config.deny, self.tools
         )
         task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
         self.system = build_system_context(config.workspace, task_line)
-        self.tools = build_tools(config.tasks_version)
         self.session = session
         self._open_task_files()
         self.hooks = ShellHooks(

@@ -30,6 +30,7 @@ from typing import Any, Literal, cast
 
 from .hooks.spec import HOOK_EVENTS, HookSpec, specs_from_table
 from .permissions.modes import MODES, PermissionMode
+from .places import user_config_dir
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -60,9 +61,7 @@ class SettingsError(Exception):
 
 
 def user_settings_path() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("todo-agent", appauthor=False)) / "settings.toml"
+    return user_config_dir() / "settings.toml"
 
 
 def project_settings_path(workspace: Path) -> Path:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gate import TOOL
 
 from todo_agent.core.engine.instructions import build_system_context, describe_loaded, find_instruction_files
 from todo_agent.core.hooks.spec import HookSpec
@@ -157,7 +158,7 @@ def test_project_allow_rules_are_announced_at_start_up(workspace: Path) -> None:
         assert [(n.text, n.level) for n in notices] == [
             ("project settings allow: Bash(pytest:*), Edit(src/**)", "warning")
         ]
-        assert runtime.permissions.decide("Bash", "execute", {"command": "pytest -q"}).verdict == "allow"
+        assert runtime.permissions.decide(TOOL["Bash"], {"command": "pytest -q"}).verdict == "allow"
     finally:
         runtime.session.close()
     write(workspace / ".todo-agent/settings.toml", "")

@@ -1,7 +1,8 @@
 """Lifecycle observers that record what each task did and changed (see `changes`).
 
-Before an Edit, Write or Bash call runs while a task is in progress, the file it names
-(or, for Bash, a scan of the workspace) is taken; after it ran, whatever changed is
+Before an Edit, Write or Bash call runs while a task is in progress, the files it
+declares it writes (or, for Bash and any tool that does not say, a scan of the
+workspace) are taken; after it ran, whatever changed is
 recorded against that task and saved. Tools outside the workspace are not recorded.
 Every other call counts to the task in progress too: its tool count and time in the panel.
 """
@@ -23,33 +24,31 @@ if TYPE_CHECKING:
 
 def change_observers(changes: ChangeLog, store: TaskStore) -> tuple[ToolStartObserver, ToolObserver]:
     """(`tool_start`, `tool_done`) observers that feed `changes`."""
-    pending: dict[str, tuple[str, Scan | tuple[str, Content]]] = {}
+    pending: dict[str, tuple[str, Scan | list[tuple[str, Content]]]] = {}
 
     async def start(record: ToolRecord) -> None:
         task = store.current()
         if task is None or record.kind not in ("edit", "execute"):
             return
-        if record.kind == "execute":
-            pending[record.call_id] = (task.id, await asyncio.to_thread(changes.scan))
+        if record.kind == "edit" and record.writes:  # the files it declares it writes
+            taken = await asyncio.to_thread(lambda: [t for raw in record.writes if (t := take(raw)) is not None])
+            if taken:
+                pending[record.call_id] = (task.id, taken)
             return
-        raw = record.arguments.get("file_path")
-        if not isinstance(raw, str) or not raw:
-            return
-        taken = await asyncio.to_thread(take, raw)
-        if taken is not None:
-            pending[record.call_id] = (task.id, taken)
+        # A command, or a tool that does not say what it writes: look at the whole workspace.
+        pending[record.call_id] = (task.id, await asyncio.to_thread(changes.scan))
 
     def take(raw: str) -> tuple[str, Content] | None:
         path = changes.workspace / os.path.expanduser(raw)  # an absolute path replaces the workspace
         relative = changes.relative(path)
         return None if relative is None else (relative, changes.capture(path))
 
-    def finish(task_id: str, before: Scan | tuple[str, Content]) -> None:
+    def finish(task_id: str, before: Scan | list[tuple[str, Content]]) -> None:
         if isinstance(before, Scan):
             changes.record_scan(task_id, before)
         else:
-            relative, old = before
-            changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
+            for relative, old in before:
+                changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
         changes.save()
 
     async def done(record: ToolRecord) -> TasksUpdated | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..session.directory import data_root
+from ..places import data_root
 from ..tasks.persistence import PersistenceError, update_atomic
 from .spec import HookSpec
 

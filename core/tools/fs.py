@@ -72,6 +72,31 @@ def regular_file_exists(path: Path, shown: str) -> bool:
     return True
 
 
+def open_regular(path: Path, shown: str) -> IO[bytes] | None:
+    """`path` opened for reading, or None when it does not exist; ToolError for a directory,
+    a FIFO, a socket or a device. Opened without blocking and checked on the open file, so
+    a FIFO put in its place after a look (`regular_file_exists`) still never hangs a read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory, not a file (use Glob, or Bash `ls`, to list it)") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{shown} is a directory, not a file (use Glob, or Bash `ls`, to list it)")
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{shown} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def printable(text: str) -> str:
     """Lone surrogates (undecodable bytes kept for round-tripping, odd file names) become
     U+FFFD, so the text can be shown and sent as JSON."""
@@ -193,7 +218,7 @@ _TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 
 def _pending_dir() -> Path:
-    from ..session.directory import data_root
+    from ..places import data_root
 
     return data_root() / "pending-writes"
 
