@@ -20,10 +20,10 @@ Decision order for one tool call:
 3. `bypassPermissions` → allow (the mode says so; documented in the README);
 4. `plan` mode → deny anything that writes or executes;
 5. a declared path argument holding something that is not a path → ask;
-6. a write to a file that decides what runs or what is allowed → ask, whatever
-   `acceptEdits` or allow rules say: `<workspace>/.todo-agent/`, any `.git/` directory
-   (hooks, `core.fsmonitor`), and the user settings directory (reachable when the
-   workspace is `$HOME`);
+6. a write to a file that decides what runs, what is allowed or which hooks are trusted →
+   ask, whatever `acceptEdits` or allow rules say: any `.todo-agent/` folder, any `.git/`
+   directory (hooks, `core.fsmonitor`), the user settings directory and todo-agent's
+   data directory (both reachable when the workspace is `$HOME`);
 7. a path outside the workspace → ask (unless an allow rule matches; relative rules only
    match inside the workspace, so only an absolute rule like `Read(/etc/**)` can);
 8. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
@@ -49,7 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..access import WRITES, Declared, PathUse
-from ..places import user_config_dir
+from ..places import data_root, user_config_dir
 from .command_forms import analyse
 from .modes import MODES, PermissionMode
 from .rules import (
@@ -318,18 +318,25 @@ class PermissionPolicy:
 
 
 def _protected(path: PathSubject) -> str | None:
-    """Why an edit of `path` is an edit of permissions (what runs or what is allowed), or None.
+    """Why an edit of `path` is an edit of permissions (what runs, what is allowed, which
+    hooks are trusted), or None.
 
     Names are compared casefolded: on a case-insensitive file system `.GIT/` is `.git/`.
     """
-    if path.relative is not None and path.relative.split("/")[0].casefold() == SETTINGS_DIR:
-        return f"{SETTINGS_DIR}/ holds todo-agent's own settings"
+    parts = path.relative.split("/") if path.relative is not None else PurePosixPath(path.absolute).parts
+    if SETTINGS_DIR in (part.casefold() for part in parts):
+        # A folder's own `.todo-agent/` is the project settings of whoever starts there.
+        return f"{SETTINGS_DIR}/ holds todo-agent's settings for the folder it is in"
     if ".git" in (part.casefold() for part in PurePosixPath(path.absolute).parts):
         return ".git/ holds hooks and configuration that git runs"
-    config_dir = _resolved(user_config_dir())
     absolute = Path(path.absolute)
-    if absolute == config_dir or config_dir in absolute.parents:
-        return f"{config_dir} holds your todo-agent settings"
+    for place, holds in (
+        (user_config_dir(), "holds your todo-agent settings"),
+        (data_root(), "holds todo-agent's hook trust, sessions and rewind journals"),
+    ):
+        directory = _resolved(place)
+        if absolute == directory or directory in absolute.parents:
+            return f"{directory} {holds}"
     return None
 
 
