@@ -41,6 +41,7 @@ from .settings import Config, project_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
+from .terminal import reveal_line
 from .tools import bash, files, fs, search
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
@@ -269,7 +270,10 @@ class Runtime:
         waiting = self.untrusted_project_hooks
         if not waiting:
             return None
-        commands = "; ".join(f"{s.event}: {s.command}" for s in waiting)
+        # Every byte of each command, on one line: a control sequence would hide what follows it.
+        commands = "; ".join(
+            f"{s.event}{f' [{reveal_line(s.matcher)}]' if s.matcher else ''}: {reveal_line(s.command)}" for s in waiting
+        )
         return Notice(
             f"{len(waiting)} hook(s) in {project_settings_path(self.config.workspace)} not run: project hooks run "
             f"once you accept them in the TUI, or with --allow-project-hooks ({commands})",
