@@ -75,8 +75,9 @@ class WindowKeeper:
             yield event
         yield Compacting(trigger, before)
         try:
+            record = conv.session.transcript if conv.session is not None else None
             result = await compaction.compact(
-                conv.model, conv.history, self.limits(trigger), conv.counter.message_tokens, focus
+                conv.model, conv.history, self.limits(trigger), conv.counter.message_tokens, focus, record=record
             )
         except (compaction.CompactionError, ScriptError) as exc:
             yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
