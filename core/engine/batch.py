@@ -273,7 +273,7 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
-        await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False))
+        self.queued.extend(await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False)))
         started = time.monotonic()
         try:
             result = await item.tool.run(item.args, ctx)
