@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ..atomic import atomic_write, temp_beside
+from ..atomic import atomic_write, new_file_mode, temp_beside
 from .context import ToolContext
 from .results import ToolError
 
@@ -137,18 +137,6 @@ def line_count(text: str) -> int:
 # --- replacing a file's content ------------------------------------------------------
 
 
-def _umask() -> int:
-    try:  # Linux shows it without changing it; os.umask() sets it for every thread
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def replace_file(path: Path, shown: str, data: bytes) -> None:
     """Give the file at `path` the content `data`, all at once.
 
@@ -177,7 +165,7 @@ def replace_file(path: Path, shown: str, data: bytes) -> None:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             # The new file gets the original's mode, or for a new file the mode a plain create would have.
-            atomic_write(target, data, mode=mode if mode is not None else 0o666 & ~_umask(), temp=temp)
+            atomic_write(target, data, mode=mode if mode is not None else new_file_mode(), temp=temp)
         except OSError as exc:
             unchanged = "the file was left unchanged" if mode is not None else "nothing was written"
             raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
