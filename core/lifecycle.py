@@ -126,6 +126,10 @@ class TaskChange:
 
     event: Literal["TaskCreated", "TaskCompleted"]
     task: Task
+    """The task as the call would leave it."""
+    before: Task | None = None
+    """The task as it was (None: the call creates it). A matcher is tested against both
+    subjects: renaming a task in the call that completes it must not skip its hook."""
 
 
 Gate = Callable[[T], Awaitable[Verdict]]

@@ -46,7 +46,14 @@ from .tools import bash, files, fs, search
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
-from .window.tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
+from .window.tokens import (
+    DEFAULT_WINDOW,
+    OPENAI_DEFAULT_WINDOW,
+    ContextBudget,
+    TokenCounter,
+    WindowSource,
+    unbelievable_window,
+)
 
 
 def create_model(
@@ -382,6 +389,9 @@ class Runtime:
                            f"{info.model_ids[0]} (choose with --model)", "warning")
                 )  # fmt: skip
         window = info.window_for(self.config.model)
+        if window and (problem := unbelievable_window(window, "the server")) is not None:
+            notices.append(Notice(problem, "warning"))
+            window = None
         if window and self.budget.source != "setting":
             self.budget.window, self.budget.source = window, "server"
             notices.append(Notice(f"context window {window:,} tokens (from the server)"))

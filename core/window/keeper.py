@@ -22,7 +22,7 @@ from ..model.base import ChatModel, ContextOverflowError, Message
 from ..model.scripted import ScriptError
 from ..session.transcript import CompactionMark, Session
 from . import compaction
-from .tokens import ContextBudget, TokenCounter
+from .tokens import ContextBudget, TokenCounter, unbelievable_window
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,8 @@ class WindowKeeper:
             conv.counter.calibrate(conv.request_messages(), conv.schemas(), overflow.prompt_tokens)
         if not overflow.window or overflow.window == budget.window:
             return []
+        if (problem := unbelievable_window(overflow.window, "the server's refusal")) is not None:
+            return [Notice(f"{problem}; keeping {budget.window:,}", "warning")]
         old, budget.window, budget.source = budget.window, overflow.window, "server"
         return [Notice(f"the server's context window is {overflow.window:,} tokens, not {old:,}; using it", "warning")]
 
