@@ -5,7 +5,9 @@ a tool built from outside (an MCP server's) that declares nothing asks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,11 +33,16 @@ EXAMPLE = (base.__doc__ or "").split("```python\n", 1)[1].split("```", 1)[0]
 """The tool example in `core/tools/base.py`'s docstring, exactly as documented."""
 
 
-def declare_example() -> Tool:
-    """Run the documented example as the module it says it is (its description file aside)."""
+def example_namespace() -> dict[str, Any]:
+    """Run the documented example as the module it says it is; its names, `WORD_COUNT` among them."""
     namespace: dict[str, Any] = {"__name__": "todo_agent.core.tools.word_count", "__package__": "todo_agent.core.tools"}
     exec(compile(EXAMPLE, "core/tools/base.py (example)", "exec", dont_inherit=True), namespace)
-    tool = namespace["WORD_COUNT"]
+    return namespace
+
+
+def declare_example() -> Tool:
+    """The documented example's tool (its description file aside: the caller stubs it)."""
+    tool = example_namespace()["WORD_COUNT"]
     assert isinstance(tool, Tool)
     return tool
 
@@ -296,3 +303,38 @@ def test_a_tool_added_by_the_recipe_asks_outside_and_obeys_deny_rules(
     assert "outside the workspace" in finished[0]["output"]
     assert "Read(.env)" in finished[1]["output"]
     assert finished[2]["output"] == "notes.txt: 3 words"
+
+
+# --- the documented example is the safe pattern ---------------------------------------------
+
+
+async def _count(tool: Tool, workspace: Path, path: str) -> str:
+    try:
+        result = await asyncio.wait_for(tool.run({"file_path": path}, ToolContext("c", workspace)), timeout=10)
+    except ToolError as exc:
+        return f"Error: {exc}"
+    return result if isinstance(result, str) else result.output
+
+
+async def test_the_documented_example_refuses_what_would_hang_or_flood_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A FIFO (reading it waits for ever), a directory, a binary file, a file over the cap,
+    a NUL byte: each is a one-line error, none is read, nothing blocks the event loop."""
+    monkeypatch.setattr(base, "load_description", lambda package, name: "Count the words in a file.")
+    namespace = example_namespace()
+    namespace["MAX_BYTES"] = 1000
+    tool = namespace["WORD_COUNT"]
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "blob.bin").write_bytes(b"\0\1\2" * 10)
+    (tmp_path / "big.txt").write_text("word " * 1000)
+    (tmp_path / "text.txt").write_text("three little words\n")
+    assert await _count(tool, tmp_path, "text.txt") == "text.txt: 3 words"
+    assert await _count(tool, tmp_path, "pipe") == "Error: pipe is not a regular file"
+    assert "is a directory" in await _count(tool, tmp_path, "dir")
+    assert "looks like a binary file" in await _count(tool, tmp_path, "blob.bin")
+    assert "is over 1,000 bytes" in await _count(tool, tmp_path, "big.txt")
+    assert "NUL byte" in await _count(tool, tmp_path, "a\0b")
+    assert "File does not exist" in await _count(tool, tmp_path, "missing.txt")
+    assert "asyncio.to_thread" in EXAMPLE  # the disk work is off the event loop

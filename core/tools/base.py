@@ -13,7 +13,8 @@ Adding a tool is one declaration and one function. This is the pattern the file 
 follow: the path type that refuses empty and NUL-byte paths, disk work in a worker
 thread (a big file or a slow disk never stalls the app), the file opened with
 `open_regular` (a directory, FIFO or device is refused, never opened: reading a FIFO
-would wait for ever) and a cap on what is read:
+would wait for ever), a cap on what is read, and a binary file refused rather than
+counted as text:
 
 ```python
 # core/tools/word_count.py, with its description in core/tools/word_count.md
@@ -25,7 +26,7 @@ from pydantic import Field
 from .arguments import Arguments, PathText
 from .base import declare
 from .context import ToolContext
-from .fs import display_path, open_regular
+from .fs import BINARY_SAMPLE, display_path, looks_binary, open_regular
 from .results import ToolError
 
 MAX_BYTES = 10_000_000
@@ -46,6 +47,8 @@ def _count(path: Path, shown: str) -> int:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if len(data) > MAX_BYTES:
         raise ToolError(f"{shown} is over {MAX_BYTES:,} bytes; count it with Bash (`wc -w`)")
+    if looks_binary(data[:BINARY_SAMPLE]):
+        raise ToolError(f"{shown} looks like a binary file; WordCount counts the words of text")
     return len(data.decode("utf-8", errors="replace").split())
 
 
