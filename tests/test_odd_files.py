@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_headless_e2e import tc, todo_agent
 from textual.pilot import Pilot
-from textual.widgets import SelectionList
+from textual.widgets import SelectionList, Static
 from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
 
 from todo_agent.core.atomic import new_file_mode
@@ -125,6 +125,9 @@ async def test_rewind_over_a_directory_or_a_fifo_is_said_per_file(workspace: Pat
         plans = {f.path: f for f in rewinding.plan.files}
         assert became in plans["a.txt"].note + plans["a.txt"].conflict
         assert not plans["a.txt"].suggested and plans["b.txt"].suggested
+        if became == "a FIFO":  # a choosable conflict with nothing to diff (a directory cannot be chosen)
+            title = str(rewinding.query_one("#rewind-diff-title", Static).render())
+            assert title == "a.txt: it is now a FIFO, not a file"
         await pilot.press("y")  # the chosen files: b.txt alone
         await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen))
         await pilot.press("ctrl+q")
