@@ -26,7 +26,8 @@ def test_an_absurd_window_from_the_server_is_not_believed(workspace: Path, n_ctx
         result = todo_agent(workspace, server.base_url, "-p", "hi", "--output-format", "json")
     assert result.returncode == 0, result.stderr
     if n_ctx > 0:  # the probe drops a window that is not a positive number on its own
-        assert f"the server says the context window is {n_ctx:,} tokens; not believed" in result.stderr
+        unit = "token" if n_ctx == 1 else "tokens"
+        assert f"the server says the context window is {n_ctx:,} {unit}; not believed" in result.stderr
     assert json.loads(result.stdout)["usage"]["context_window"] == 32_768  # the default, not the claim
 
 

@@ -47,7 +47,7 @@ def unbelievable_window(window: int, where: str) -> str | None:
     if MIN_WINDOW <= window <= MAX_WINDOW:
         return None
     return (
-        f"{where} says the context window is {window:,} tokens; not believed "
+        f"{where} says the context window is {window:,} token{'' if window == 1 else 's'}; not believed "
         f"(a window is {MIN_WINDOW:,} to {MAX_WINDOW:,} tokens); set context_window if that is wrong"
     )
 
