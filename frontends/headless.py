@@ -21,6 +21,10 @@ repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdou
 away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
 the run, from `frontends/cli.py`.)
 
+A request that fails in a way that may pass (a server busy, restarting or rate limiting,
+a dropped connection) is retried after a wait, each wait one line on stderr
+(`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
+
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
 `stream-json` carries every hook run as a `HookResult` event. Project hooks that the
@@ -42,6 +46,7 @@ from todo_agent.core.events import (
     Event,
     HookResult,
     Notice,
+    Retrying,
     TasksUpdated,
     TurnEnd,
     Usage,
@@ -77,7 +82,8 @@ class _Tally:
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Attached) and event.note:  # `@path` that could not go with the prompt
             print(f"todo-agent: @{sanitize(event.path)}: {sanitize(event.note)}", file=self.err)

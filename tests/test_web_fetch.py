@@ -163,8 +163,8 @@ async def test_a_big_page_is_cut_and_binary_content_refused(workspace: Path, mon
 
 def test_the_rules() -> None:
     def decide(mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), url: str = "") -> str:
-        policy = PermissionPolicy.from_strings(Path("/w"), mode, allow, deny)  # type: ignore[arg-type]
-        return policy.decide("WebFetch", "read", {"url": url or "https://docs.python.org/3/"}).verdict
+        policy = PermissionPolicy.from_strings(Path("/w"), mode, allow, deny, [WEB_FETCH])  # type: ignore[arg-type]
+        return policy.decide(WEB_FETCH, {"url": url or "https://docs.python.org/3/"}).verdict
 
     assert decide() == "ask"  # a read of the network: it asks in default mode
     assert decide("acceptEdits") == "ask" and decide("plan") == "ask"
@@ -176,9 +176,10 @@ def test_the_rules() -> None:
     # deny wins, even over bypassPermissions
     assert decide(allow=("WebFetch",), deny=("WebFetch(domain:docs.python.org)",)) == "deny"
     assert decide("bypassPermissions", deny=("WebFetch",)) == "deny"
-    policy = PermissionPolicy.from_strings(Path("/w"), "default", ["WebFetch(domain:localhost)", "WebFetch"])
+    rules = ["WebFetch(domain:localhost)", "WebFetch"]
+    policy = PermissionPolicy.from_strings(Path("/w"), "default", rules, tools=[WEB_FETCH])
     assert policy.host_named("localhost") and not policy.host_named("127.0.0.1")  # a bare rule names no host
-    assert policy.suggest_rule("WebFetch", {"url": "http://LocalHost:8000/x"}) == "WebFetch(domain:localhost)"
+    assert policy.suggest_rule(WEB_FETCH, {"url": "http://LocalHost:8000/x"}) == "WebFetch(domain:localhost)"
 
 
 async def test_in_a_turn_the_prompt_is_answered_in_a_separate_request(workspace: Path) -> None:

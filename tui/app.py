@@ -228,6 +228,8 @@ class TodoAgentApp(App[int]):
         from .screens.main import MainScreen
 
         self.broker.attach(self._present_approval)
+        if start is not None and start.mode != runtime.mode:  # chosen with shift+tab while it started
+            runtime.set_mode(start.mode)
         main = MainScreen(
             runtime,
             initial_prompt=self.initial_prompt,
@@ -400,7 +402,7 @@ def _approval_screen(screen: object) -> ApprovalScreen | None:
 def screenshot_directory() -> Path:
     from platformdirs import user_downloads_path
 
-    from todo_agent.core.session.directory import data_root
+    from todo_agent.core.places import data_root
 
     downloads = user_downloads_path()
     return downloads if downloads.is_dir() else data_root() / "screenshots"

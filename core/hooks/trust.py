@@ -6,6 +6,13 @@ accepted them for this project (the TUI asks at start-up). The acceptance is kep
 `<data root>/trusted_hooks.json` (`TODO_AGENT_HOME` or the user data dir), keyed by the
 project's absolute path, holding a fingerprint of the project's hook set (every event,
 matcher, command and timeout): change one command and the person is asked again.
+
+A record is believed only when it could not have been written by the model: each entry
+is sealed (`core/seals.py`: an HMAC of the project and its fingerprint under a random key,
+`trust.key`, beside it), which a model cannot compute without running code, and both
+files must be the person's own and writable by nobody else. The permission gate also asks before any
+write into the data directory (`core/permissions/policy.py`). A record that fails these
+checks (or one from before them) is not trusted: the person is asked again.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..session.directory import data_root
+from ..places import data_root
+from ..seals import make_key, own_private, read_key, seal, sealed
 from ..tasks.persistence import PersistenceError, update_atomic
 from .spec import HookSpec
 
@@ -33,6 +41,11 @@ def fingerprint(specs: Sequence[HookSpec]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _message(workspace: Path, specs: Sequence[HookSpec]) -> str:
+    """What a trust record vouches for: this project, these hooks."""
+    return f"{workspace.resolve()}\0{fingerprint(specs)}"
+
+
 def _decode(document: Any) -> dict[str, str]:
     if not isinstance(document, dict):
         raise TypeError("not an object")
@@ -41,11 +54,14 @@ def _decode(document: Any) -> dict[str, str]:
 
 def is_trusted(workspace: Path, specs: Sequence[HookSpec]) -> bool:
     """Has the person accepted exactly these hooks for this project? (No file: no.)"""
+    key = read_key(data_root())
+    if key is None or not own_private(trust_path()):
+        return False
     try:
         trusted = _decode(json.loads(trust_path().read_bytes()))
     except (OSError, ValueError, TypeError):
         return False
-    return trusted.get(str(workspace.resolve())) == fingerprint(specs)
+    return sealed(key, _message(workspace, specs), trusted.get(str(workspace.resolve()), ""))
 
 
 def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
@@ -53,11 +69,15 @@ def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
 
     Blocks briefly; raises OSError with a clear message if the file cannot be written.
     """
-    key, value = str(workspace.resolve()), fingerprint(specs)
+    try:
+        key = make_key(data_root())
+    except OSError as exc:
+        raise OSError(f"cannot remember the hook acceptance: {exc.strerror or exc}") from exc
+    entry, value = str(workspace.resolve()), seal(key, _message(workspace, specs))
 
     def compute(current: dict[str, str] | None) -> bytes:
         trusted = dict(current or {})
-        trusted[key] = value
+        trusted[entry] = value
         return json.dumps(trusted, indent=1, sort_keys=True).encode()
 
     try:

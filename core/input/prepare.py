@@ -27,7 +27,7 @@ from ..model.base import ChatModel
 from ..permissions.modes import ApprovalRequest, Approver
 from ..permissions.policy import PermissionPolicy
 from ..permissions.rules import Rule
-from ..tools.bash import DEFAULT_TIMEOUT, child_env, run_command
+from ..tools.bash import BASH, DEFAULT_TIMEOUT, child_env, run_command
 from ..tools.results import ToolError
 from .approvals import approve, is_approved
 from .custom_commands import CommandSet, CustomCommand, expand, header, shell_commands
@@ -115,7 +115,7 @@ class InputPreparer:
         policy = self.permissions
         asking: list[str] = []
         for line in lines:
-            decision = policy.decide("Bash", "execute", {"command": line})
+            decision = policy.decide(BASH, {"command": line})
             if decision.verdict == "deny":
                 return f"{command.name} not sent: its command `{line}` is denied ({decision.reason})", False
             if decision.verdict == "ask":

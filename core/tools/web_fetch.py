@@ -19,7 +19,8 @@ todo-agent reach what only this machine can:
 - a redirect to another host: it is reported, not followed (fetch that URL to follow
   it); at most 5 redirects on the same host, each one checked again;
 - a body over `MAX_BYTES` (it is cut there, with a note), and content that is not text.
-Whether it may run at all is the permission gate's (`WebFetch(domain:…)` rules).
+Whether it may run at all is the permission gate's: the tool declares `url` as what it
+fetches (`network="url"`), and the gate asks unless a `WebFetch(domain:…)` rule allows it.
 """
 
 from __future__ import annotations
@@ -219,6 +220,6 @@ def _summary(args: dict[str, Any]) -> str:
     return short(str(args.get("url", "")))
 
 
-WEB_FETCH = declare("WebFetch", WebFetchArgs, _web_fetch, kind="read", summarize=_summary)
+WEB_FETCH = declare("WebFetch", WebFetchArgs, _web_fetch, kind="read", paths={}, network="url", summarize=_summary)
 
 TOOLS = [WEB_FETCH]

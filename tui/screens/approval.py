@@ -30,9 +30,10 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.terminal import reveal_line
 
 from ..sanitize import sanitize
-from ..widgets.preview import has_hidden_characters, one_line, render_preview
+from ..widgets.preview import has_hidden_characters, render_preview
 
 COMPACT_BELOW = 30
 """Terminal heights under this get the dialog without its inner padding and margin."""
@@ -152,7 +153,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def _options(self) -> list[Option]:
         if self.request.remembered_for:  # a command file's shell lines: yes holds for this version of it
-            where = one_line(self.request.remembered_for)
+            where = reveal_line(self.request.remembered_for)
             return [
                 Option(
                     Content.assemble(("1 ", "bold"), "Yes, run them (asked again when ", (where, "bold"), " changes)"),
@@ -160,7 +161,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 ),
                 Option(Content.assemble(("3 ", "bold"), "No, do not send the command", ("  (esc)", "dim")), id="no"),
             ]
-        rule = one_line(self.request.suggested_rule)
+        rule = reveal_line(self.request.suggested_rule)
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(

@@ -423,6 +423,9 @@ class MainScreen(Screen[None]):
     def set_activity(self, text: str) -> None:
         self.status.set_activity(text)
 
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        self.status.count_down(say, seconds)
+
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")
         prompt = self.query_one(PromptInput)
