@@ -29,7 +29,6 @@ from todo_agent.core.events import (
     TurnEnd,
     Usage,
 )
-from todo_agent.core.input.mentions import Attachment
 from todo_agent.core.tasks.model import Task
 
 from .transcript import Entry, FoldEntry, NoticeEntry, ToolEntry, ToolStatus, attachment_entry
@@ -88,7 +87,7 @@ def prompt_part(event: Attached | CommandExpanded) -> Entry:
     """What went with the prompt: a file attached with `@` (or why not), a command's prompt."""
     if isinstance(event, CommandExpanded):
         return FoldEntry(event.name, event.source, event.text)
-    return attachment_entry(Attachment(event.path, event.summary, event.content, event.note))
+    return attachment_entry(event)
 
 
 class EventHandler:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from todo_agent.core.engine.person_shell import KILLED, parse_shell_message
+from todo_agent.core.events import Attached
 from todo_agent.core.input.custom_commands import parse_header
-from todo_agent.core.input.mentions import Attachment, parse_attachment_message
+from todo_agent.core.input.mentions import parse_attachment_message
 from todo_agent.core.model.base import content_text
 from todo_agent.core.session.transcript import CompactionMark
 from todo_agent.core.tasks.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
@@ -194,7 +195,7 @@ def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
     return [UserEntry(text)] if text else []
 
 
-def attachment_entry(item: Attachment) -> Entry:
+def attachment_entry(item: Attached) -> Entry:
     """An attached file as one foldable line; one that could not be attached as a warning."""
     if item.note:
         return NoticeEntry(f"@{item.path}: {item.note}", "warning")

@@ -11,7 +11,8 @@ a clear note goes to the model and the person for a binary file, a file over tho
 The attachments travel in one user message right after the prompt (`attachment_message`),
 each in an `<attachment>` element whose content lines never start with `<` (numbered
 lines, indented listings), so `parse_attachment_message` takes it apart again to draw a
-resumed conversation. An attached file counts as read for Edit's stale-file check.
+resumed conversation. An attached file counts as read for Edit's stale-file check. An
+attachment is the `Attached` event the person is shown (`core/events.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..events import Attached as Attachment
 from ..tools.files import DEFAULT_LIMIT, read_window
 from ..tools.fs import plural
 from ..tools.reads import ReadLedger
@@ -52,18 +54,6 @@ class Mention:
     path: str
     lines: tuple[int, int | None] | None = None
     """A line range: first, and last (None: to the end)."""
-
-
-@dataclass(frozen=True)
-class Attachment:
-    path: str
-    """Workspace-relative posix path as shown; a folder's ends with `/`."""
-    summary: str = ""
-    """`42 lines`, `lines 10-40 of 242`, `12 entries`."""
-    content: str = ""
-    """What the model gets."""
-    note: str = ""
-    """Non-empty: nothing attached, and why."""
 
 
 def _candidates(token: str) -> Iterator[tuple[str, tuple[int, int | None] | None]]:
