@@ -13,7 +13,7 @@ import pytest
 from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
-from todo_agent.tui.commands import SLASH_COMMANDS
+from todo_agent.tui.commands import SLASH_COMMANDS, SlashCommand
 from todo_agent.tui.screens.slash import run_slash
 from todo_agent.tui.transcript import Entry
 
@@ -52,6 +52,9 @@ class RecordingHost:
 
     def quit(self) -> None:
         self.calls.append("quit")
+
+    def custom_slash_commands(self) -> list[SlashCommand]:
+        return []
 
 
 @pytest.mark.parametrize("command", SLASH_COMMANDS, ids=lambda c: c.name)
