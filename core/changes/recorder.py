@@ -4,12 +4,15 @@ Before an Edit, Write or Bash call runs while a task is in progress, the file it
 (or, for Bash, a scan of the workspace) is taken; after it ran, whatever changed is
 recorded against that task and saved. Tools outside the workspace are not recorded.
 Every other call counts to the task in progress too: its tool count and time in the panel.
+Each agent has its own observers: a sub-agent's work goes to the task it claimed (or, with
+none, to a record of its own, `@<agent>`), the main agent's to its own task in progress.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..events import TasksUpdated
@@ -17,27 +20,40 @@ from .scan import Scan
 
 if TYPE_CHECKING:
     from ..lifecycle import ToolObserver, ToolRecord, ToolStartObserver
+    from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
     from .log import ChangeLog, Content
 
+Target = Callable[[], "str | None"]
+"""Which record a change goes to now: a task id, or None for none."""
 
-def change_observers(changes: ChangeLog, store: TaskStore) -> tuple[ToolStartObserver, ToolObserver]:
-    """(`tool_start`, `tool_done`) observers that feed `changes`."""
+
+def change_observers(
+    changes: ChangeLog, store: TaskStore, target: Target | None = None
+) -> tuple[ToolStartObserver, ToolObserver]:
+    """(`tool_start`, `tool_done`) observers that feed `changes`; `target` says which
+    record (default: the main agent's task in progress)."""
     pending: dict[str, tuple[str, Scan | tuple[str, Content]]] = {}
 
-    async def start(record: ToolRecord) -> None:
+    def main_task() -> str | None:
         task = store.current()
-        if task is None or record.kind not in ("edit", "execute"):
+        return task.id if task is not None else None
+
+    recording = target or main_task
+
+    async def start(record: ToolRecord) -> None:
+        key = recording()
+        if key is None or record.kind not in ("edit", "execute"):
             return
         if record.kind == "execute":
-            pending[record.call_id] = (task.id, await asyncio.to_thread(changes.scan))
+            pending[record.call_id] = (key, await asyncio.to_thread(changes.scan))
             return
         raw = record.arguments.get("file_path")
         if not isinstance(raw, str) or not raw:
             return
         taken = await asyncio.to_thread(take, raw)
         if taken is not None:
-            pending[record.call_id] = (task.id, taken)
+            pending[record.call_id] = (key, taken)
 
     def take(raw: str) -> tuple[str, Content] | None:
         path = changes.workspace / os.path.expanduser(raw)  # an absolute path replaces the workspace
@@ -62,11 +78,12 @@ def change_observers(changes: ChangeLog, store: TaskStore) -> tuple[ToolStartObs
     return start, done
 
 
-def attribution_observer(store: TaskStore) -> ToolObserver:
-    """A `tool_done` observer counting every non-task tool call to the task in progress."""
+def attribution_observer(store: TaskStore, by: AgentRef | None = None) -> ToolObserver:
+    """A `tool_done` observer counting every non-task tool call to `by`'s task in progress
+    (None: the main agent's)."""
 
     async def observe(record: ToolRecord) -> TasksUpdated | None:
-        if record.kind == "task" or await store.record_tool_call(record.elapsed) is None:
+        if record.kind == "task" or await store.record_tool_call(record.elapsed, by) is None:
             return None
         return TasksUpdated(store.snapshot())  # the panel's per-task counts; coalesced per batch
 
