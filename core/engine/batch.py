@@ -8,6 +8,12 @@ that may need approval runs alone, in order, after the awaited approval. Events 
 tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
 yields at most one event of each coalescable kind (its final state).
 
+Consecutive calls of a fan-out tool (`Agent`: each runs a sub-agent) run side by side,
+each gated and decided on its own; while they run, the events they show live (`ctx.live`:
+a sub-agent's progress) are yielded as they come, not held until the batch ends. An
+interrupt cancels them; what each had done by then (`ctx.interrupted_output`) becomes its
+result, after "cancelled".
+
 Lifecycle gates (`PreToolUse`/`PostToolUse` hooks): `before_tool` is asked first, ahead
 of the permission check, as in Claude Code (a hook can refuse a call nobody has been
 asked about yet, and the person is never asked about a call a hook refuses); a block
@@ -21,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -55,6 +61,10 @@ class Prepared:
         # Only file/search reads overlap. Task tools run in order, so a TaskList after a
         # TaskCreate in the same response sees the new task.
         return self.error is None and self.tool is not None and self.tool.kind == "read"
+
+    @property
+    def fans_out(self) -> bool:
+        return self.error is None and self.tool is not None and self.tool.fan_out
 
 
 Status = Literal["ok", "error", "denied", "cancelled"]
@@ -99,6 +109,9 @@ class BatchRunner:
         self.rejected = False
         self.queued: list[Event] = []
         self.answered: set[str] = set()
+        self.partial: dict[str, str] = {}
+        """Call id → what an interrupted call had done (its `ctx.interrupted_output`)."""
+        self._live: asyncio.Queue[Event] = asyncio.Queue()
 
     async def run(self) -> AsyncIterator[Event]:
         position = 0
@@ -107,7 +120,14 @@ class BatchRunner:
             position += len(group)
             for item in group:
                 yield self._started(item)
-            if len(group) == 1:
+            if group[0].fans_out:
+                outcomes = []
+                async for shown in self._showing_live(asyncio.gather(*(self._run_one(item) for item in group))):
+                    if isinstance(shown, list):
+                        outcomes = shown
+                    else:
+                        yield shown
+            elif len(group) == 1:
                 outcomes = [await self._run_one(group[0])]
             else:
                 outcomes = list(await asyncio.gather(*(self._run_read(item) for item in group)))
@@ -124,13 +144,38 @@ class BatchRunner:
             yield event
 
     def cancel_remaining(self) -> list[Event]:
-        """After an interrupt: finish every unanswered call as cancelled, then flush."""
+        """After an interrupt: finish every unanswered call as cancelled (with what it had
+        done, when it said), then flush."""
         events: list[Event] = [
-            self._finish(item, Outcome(CANCELLED, "cancelled"))
+            self._finish(item, Outcome(_cancelled(self.partial.get(item.call.id, "")), "cancelled"))
             for item in self.prepared
             if item.call.id not in self.answered
         ]
         return events + self.flush_events()
+
+    async def _showing_live(self, work: Awaitable[list[Outcome]]) -> AsyncIterator[Event | list[Outcome]]:
+        """Await `work`, yielding the events its calls show live meanwhile, then its outcomes.
+        Cancelled, it cancels `work` and waits for it to wind down (so every call can say
+        what it had done); events shown meanwhile go out with the rest of the batch."""
+        running = asyncio.ensure_future(work)
+        try:
+            while True:
+                arrival = asyncio.ensure_future(self._live.get())
+                await asyncio.wait({running, arrival}, return_when=asyncio.FIRST_COMPLETED)
+                if arrival.done():
+                    yield arrival.result()
+                    continue
+                arrival.cancel()
+                while not self._live.empty():
+                    yield self._live.get_nowait()
+                yield running.result()
+                return
+        finally:
+            if not running.done():
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
+            while not self._live.empty():
+                self.queued.append(self._live.get_nowait())
 
     def flush_events(self) -> list[Event]:
         last_of_kind: dict[type, int] = {}
@@ -159,8 +204,12 @@ class BatchRunner:
         return Prepared(call, tool, args, None)
 
     def _next_group(self, start: int) -> list[Prepared]:
-        """The calls to run next, from `start`: the reads there that are allowed right now
-        (decided now, after everything before them has run), or else the one call there."""
+        """The calls to run next, from `start`: the fan-out calls there, or the reads there
+        that are allowed right now (decided now, after everything before them has run), or
+        else the one call there."""
+        rest = self.prepared[start:]
+        if rest[0].fans_out:
+            return rest[: next((n for n, item in enumerate(rest) if not item.fans_out), len(rest))]
         group: list[Prepared] = []
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
@@ -260,6 +309,7 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
+        ctx.live = self._live.put_nowait
         await self.deps.lifecycle.notify_tool_start(
             ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
         )
@@ -272,6 +322,8 @@ class BatchRunner:
             # Interrupted (esc): what the call did until then still belongs to its task
             # (the files a command changed, to review and rewind; its time).
             self.queued.extend(ctx.pending_events)
+            if ctx.interrupted_output:
+                self.partial[item.call.id] = ctx.interrupted_output
             record = ToolRecord(
                 item.tool.name, item.tool.kind, time.monotonic() - started, True, item.call.id, item.args
             )
@@ -309,6 +361,10 @@ class BatchRunner:
             outcome.elapsed,
             self._summary(item),
         )
+
+
+def _cancelled(done: str) -> str:
+    return f"{CANCELLED}. What it had done by then:\n{done}" if done else CANCELLED
 
 
 def _with_events(outcome: Outcome, earlier: Outcome | None) -> Outcome:

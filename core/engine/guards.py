@@ -7,6 +7,8 @@
 - The same tool call(s) with identical arguments in N responses in a row (default 5,
   `max_repeated_calls`; 0 turns the guard off) is a loop: the Nth time the calls are not
   run and the model is told so, once per turn; the next repetition stops the turn.
+- A turn makes at most `max_turns` model requests (`RequestBudget`), its sub-agents'
+  requests included: a model that fans out without end runs out of the same budget.
 """
 
 from __future__ import annotations
@@ -93,3 +95,27 @@ def stop_notice(calls: Sequence[ToolCall], count: int) -> str:
         f"stopped: the model made the same {names} call {count} times in a row "
         "(the repeated-call guard; max_repeated_calls = 0 turns it off)"
     )
+
+
+@dataclass
+class RequestBudget:
+    """Model requests one turn may make. A sub-agent has one of its own (its `max_turns`)
+    and also spends from its parent's turn: every request counts to the session's limit."""
+
+    limit: int
+    used: int = 0
+    by_agents: int = 0
+    """Of `used`, the requests sub-agents made."""
+
+    def spend(self, *, by_agent: bool = False) -> bool:
+        """Take one request; False (and nothing taken) when none is left."""
+        if self.used >= self.limit:
+            return False
+        self.used += 1
+        self.by_agents += by_agent
+        return True
+
+    def exhausted(self, what: str) -> str:
+        """Why a turn stopped at this budget, for the person."""
+        theirs = f", {self.by_agents} of them by sub-agents" if self.by_agents else ""
+        return f"stopped after {self.limit} model requests {what} (max_turns){theirs}"

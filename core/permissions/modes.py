@@ -28,6 +28,9 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    agent: str = ""
+    """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
+    for the main agent."""
 
 
 @dataclass(frozen=True)

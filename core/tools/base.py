@@ -72,6 +72,9 @@ class Tool:
     summarize: Callable[[dict[str, Any]], str] = field(default=lambda args: "")
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None
     """What the approval prompt shows (a unified diff for file edits)."""
+    fan_out: bool = False
+    """Calls of this tool in one response run side by side (each is asked about and decided
+    alone) and show their progress live (`ctx.live`): the `Agent` tool."""
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ def declare(
     summarize: Callable[[dict[str, Any]], str] = lambda args: "",
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
+    fan_out: bool = False,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
     Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`)."""
@@ -103,7 +107,7 @@ def declare(
 
     if description is None:
         description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
-    return Tool(name, description, _LazySchema(arguments), checked, kind, summarize, preview)
+    return Tool(name, description, _LazySchema(arguments), checked, kind, summarize, preview, fan_out)
 
 
 class _LazySchema(Mapping[str, Any]):
