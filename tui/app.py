@@ -281,13 +281,13 @@ class TodoAgentApp(App[int]):
         conversation = main.conversation if main is not None else None
         if status is not None:  # the clock keeps running, but the wait is the person's, not the tool's
             status.set_waiting(request.tool)
-        if conversation is not None:  # and the call's block says so too, not "running…"
+        if conversation is not None and not request.agent:  # and the call's block says so too, not "running…"
             conversation.set_waiting(request.tool)
 
         def answered(answer: ApprovalAnswer | None) -> None:
             if status is not None:
                 status.set_waiting(None)
-            if conversation is not None:
+            if conversation is not None and not request.agent:
                 conversation.set_waiting(None)
             resolve(answer)
 

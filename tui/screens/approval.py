@@ -6,6 +6,10 @@ text goes to the model and the turn goes on). Keys typed before the modal was on
 (a double tap meant for the previous question) are ignored: see `predates`; keys typed
 right after `f` are the feedback's, however fast they come.
 
+A sub-agent's request says which sub-agent asks and for which task (`general-1 · #3 Write
+the tests`), on the dialog's first line and in its title; answering it answers that call
+only, and the next waiting request (any agent's) opens after it.
+
 Whatever the terminal's size, the choices (and the feedback box, once open) stay on
 screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
 and says how much of it is out of sight. A preview holding control or invisible
@@ -120,9 +124,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
-            dialog.border_title = f"Allow {sanitize(request.tool)}?"
+            who = f"{sanitize(request.agent.split(' · ')[0])}: " if request.agent else ""
+            dialog.border_title = f"{who}Allow {sanitize(request.tool)}?"
             if self.queued:
                 dialog.border_subtitle = f"{self.queued} more waiting"
+            if request.agent:
+                yield Static(Content(f"⚑ {sanitize(request.agent)} asks"), id="approval-agent", markup=False)
             if request.summary.strip() != request.preview.strip():
                 yield Static(Content(sanitize(request.summary, visible=True)), id="approval-summary", markup=False)
             if request.reason:
