@@ -360,6 +360,11 @@ class Runtime:
         self.agent.interrupt()
         return True
 
+    async def refresh_tasks(self) -> bool:
+        """Take in what another process saved to a shared list; whether the list changed."""
+        saved = await asyncio.to_thread(self.store.peek)
+        return saved is not None and self.store.adopt(saved)
+
     def compact_soon(self, focus: str = "") -> None:
         """`/compact` while a turn runs (its sub-agents at work): before its next request."""
         self.agent.compact_soon(focus)

@@ -37,6 +37,17 @@ class _Change(Generic[R]):
 
 
 @dataclass(frozen=True)
+class Saved:
+    """The list as another process left it on disk (`TaskStore.peek`)."""
+
+    tasks: tuple[Task, ...]
+    next_id: int
+    changes: tuple[str, ...]
+    version: int
+    history: tuple[history.Version, ...] = ()
+
+
+@dataclass(frozen=True)
 class Entry:
     """What the plan history says about a change (see `history.Version`)."""
 
@@ -84,6 +95,8 @@ class TaskStore:
         self._history: list[history.Version] = (
             history.read(history.history_path(path), version) if path is not None else []
         )
+        self._seen: tuple[int, int, int] | None = None
+        """The file's stamp when `peek` last read it."""
 
     @classmethod
     def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
@@ -245,20 +258,36 @@ class TaskStore:
 
         return self.apply_now(step) if any(t.claim is not None for t in self._tasks) else ()
 
-    def refresh(self) -> bool:
-        """Take in what another process saved to a shared list (`--task-list`); whether
-        anything changed. Blocking (a short read under the lock): the TUI polls it."""
+    def peek(self) -> Saved | None:
+        """What is saved now, if the file changed since last looked at (another process
+        works a shared list, `--task-list`). Blocking, but a `stat` when nothing changed."""
         if self.path is None:
-            return False
+            return None
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if stamp == self._seen:
+            return None
         loaded, _ = read_json(self.path, _decode_saved)
         if loaded is None:
+            return None
+        self._seen = stamp
+        return Saved(*loaded, tuple(history.read(history.history_path(self.path), loaded[3])))
+
+    def adopt(self, saved: Saved) -> bool:
+        """Make `saved` (from `peek`) the current state if it is newer; whether it was.
+        On the event loop, like every change (a change of ours meanwhile wins)."""
+        if saved.version <= self._version:
             return False
-        tasks, next_id, changes, version = loaded
-        if (tasks, next_id, version) == (self._tasks, self._next_id, self._version):
-            return False
-        self._tasks, self._next_id, self._version = tasks, next_id, version
-        self._user_changes = [*self._user_changes, *(c for c in changes if c not in self._user_changes)]
-        self._history = history.read(history.history_path(self.path), version)
+        self._tasks, self._next_id, self._version, self._history = (
+            saved.tasks,
+            saved.next_id,
+            saved.version,
+            list(saved.history),
+        )
+        self._user_changes = [*self._user_changes, *(c for c in saved.changes if c not in self._user_changes)]
         return True
 
     # --- edits made by the person (the task panel) ---------------------------------

@@ -56,6 +56,9 @@ from .slash import run_slash
 from .work_area import WorkArea
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
+SHARED_LIST_POLL = 0.4
+"""Seconds between looks at a shared task list (`--task-list`): another process's change
+shows within half a second (a `stat` when nothing changed)."""
 
 
 class MainScreen(Screen[None]):
@@ -156,6 +159,8 @@ class MainScreen(Screen[None]):
         self.agent_view.display = False
         if self.app.animation_level != "none":  # the live lines' clocks
             self.set_interval(1, self._refresh_agents)
+        if self.runtime.config.task_list:  # another todo-agent may change it at any time
+            self.set_interval(SHARED_LIST_POLL, self._follow_shared_list)
         self.place_panel(self.panel_place)
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
@@ -384,6 +389,10 @@ class MainScreen(Screen[None]):
     async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
         if await self.agent_views.record(event, self):
             self._refresh_agents()
+
+    async def _follow_shared_list(self) -> None:
+        if await self.runtime.refresh_tasks():
+            await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
 
     def _refresh_agents(self) -> None:
         """The sub-agents' live lines, their tasks' rows, and the status line, as they are now."""
