@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.loop import Agent
-from ..events import AgentEvent, AssistantMessage, Error, Event, TextDelta, ToolFinished, ToolStarted, TurnEnd, Usage
+from ..events import (
+    AgentEvent,
+    AssistantMessage,
+    Error,
+    Event,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnd,
+    Usage,
+)
 from ..session.transcript import Session
 from ..tasks.model import AgentRef
 from .definitions import AgentType
@@ -48,6 +59,8 @@ class Child:
     tools: int = 0
     last_text: str = ""
     error: str = ""
+    stop_note: str = ""
+    """What its loop said when it stopped it (which request budget ran out, the guard)."""
     end: TurnEnd | None = None
     stopped: str = ""
     """Why it was stopped (the person's `x`, an interrupt); empty when it was not."""
@@ -114,6 +127,8 @@ class Child:
                 self.last_text = content
             case Error(message=message):
                 self.error = message
+            case Notice(text=text, level="warning") if text.startswith("stopped"):
+                self.stop_note = text
             case TurnEnd():
                 self.end = event
 

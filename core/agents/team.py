@@ -224,6 +224,8 @@ class Team:
         try:
             await self.parent.store.claim(child.task_id, taken)
         except (StoreError, PersistenceError) as exc:
+            if self._numbers == _number(child.id):  # nothing started: its name is free again
+                self._numbers -= 1
             raise ToolError(f"no sub-agent started: {exc}") from exc
 
     async def _lifetime(self, child: Child, call: AgentCall, show: Show) -> AgentFinished:
@@ -351,6 +353,8 @@ class Team:
             task = store.get(child.task_id)
             marked = bool(task and task.claim and task.claim.by(child.ref) and task.claim.done)
         status, why = status_of(reason, marked_done=marked, stopped=child.stopped or child.error)
+        if reason == "max_turns" and "parent's turn" in child.stop_note:
+            why = "the main agent's turn used up its model requests (max_turns), its sub-agents' included"
         summary = (child.end.final_text if child.end is not None else "") or child.last_text
         files = files_changed(self.parent.changes, key, since)
         note = ""

@@ -122,7 +122,7 @@ class BatchRunner:
                 yield self._started(item)
             if group[0].fans_out:
                 outcomes = []
-                async for shown in self._showing_live(asyncio.gather(*(self._run_one(item) for item in group))):
+                async for shown in self._showing_live(self._fan_out(group)):
                     if isinstance(shown, list):
                         outcomes = shown
                     else:
@@ -152,6 +152,16 @@ class BatchRunner:
             if item.call.id not in self.answered
         ]
         return events + self.flush_events()
+
+    async def _fan_out(self, group: Sequence[Prepared]) -> list[Outcome]:
+        """Run the calls side by side. Cancelled, it returns only once every call has wound
+        down: each may be settling its sub-agent (a gather without `return_exceptions` would
+        end with the first call that re-raised)."""
+        done = await asyncio.gather(*(self._run_one(item) for item in group), return_exceptions=True)
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [outcome for outcome in done if isinstance(outcome, Outcome)]
 
     async def _showing_live(self, work: Awaitable[list[Outcome]]) -> AsyncIterator[Event | list[Outcome]]:
         """Await `work`, yielding the events its calls show live meanwhile, then its outcomes.

@@ -248,7 +248,11 @@ class Agent:
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model request: compact if due, append reminders, ask. A request the server
         refuses as too long is retried once after compacting."""
-        if self._window.compaction_due():
+        if self._compact_soon is not None:
+            focus, self._compact_soon = self._compact_soon, None
+            async for event in self._window.compact("manual", focus):
+                yield event
+        elif self._window.compaction_due():
             async for event in self._window.compact("auto"):
                 yield event
         overflow: list[ContextOverflowError] = []
