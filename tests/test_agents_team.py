@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import agent, call, finished, gate_children, inner, results, run, runtime_for
 
-from todo_agent.core.events import AgentEvent, AgentStarted, Notice, ToolFinished, ToolStarted, TurnEnd
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Notice, ToolFinished, ToolStarted, TurnEnd
 from todo_agent.core.tasks.model import AgentRef
 
 
@@ -77,12 +77,16 @@ async def test_more_calls_than_slots_wait_their_turn(workspace: Path) -> None:
         "agents": [child("First", {"text": "one done"}), child("Second", {"text": "two done"})],
     }
     runtime, _ = runtime_for(workspace, script, max_parallel_agents=1)
-    release = asyncio.Event()
+    release, queued = asyncio.Event(), asyncio.Event()
     gated = gate_children(runtime, {"one": {0: release}})
-    turn = asyncio.ensure_future(run(runtime, "go"))
+
+    def seen(event: object) -> None:
+        if isinstance(event, AgentStarted) and event.waiting:
+            queued.set()
+
+    turn = asyncio.ensure_future(run(runtime, "go", seen))
     await gated["one"].waiting.wait()
-    while "general-2" not in runtime.team.children:
-        await asyncio.sleep(0)
+    await queued.wait()
     assert [(r.agent_id, r.phase) for r in runtime.agents()] == [("general-1", "running"), ("general-2", "waiting")]
     release.set()
     events = await turn
@@ -189,11 +193,13 @@ async def test_stopping_one_child_kills_its_command_and_leaves_its_sibling_runni
     runtime, _ = runtime_for(workspace, script, permission_mode="bypassPermissions")
     release = asyncio.Event()
     gated = gate_children(runtime, {"work": {1: release}})
-    sleeping = asyncio.Event()
+    sleeping, stopped = asyncio.Event(), asyncio.Event()
 
     def seen(event: object) -> None:
         if isinstance(event, AgentEvent) and isinstance(event.event, ToolStarted) and event.event.name == "Bash":
             sleeping.set()
+        if isinstance(event, AgentFinished) and event.agent_id == "general-1":
+            stopped.set()
 
     turn = asyncio.ensure_future(run(runtime, "go", seen))
     await sleeping.wait()
@@ -205,8 +211,7 @@ async def test_stopping_one_child_kills_its_command_and_leaves_its_sibling_runni
         await asyncio.sleep(0.01)
     pid = int(pid_file.read_text())
     assert runtime.stop_agent("general-1")
-    while runtime.team.children["general-1"].phase != "done":
-        await asyncio.sleep(0.01)
+    await stopped.wait()
     assert runtime.team.children["general-2"].phase == "running"  # its sibling is still at work
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -452,7 +457,7 @@ async def test_the_main_agents_edit_of_a_file_changed_since_it_read_it_is_refuse
     edit = {"file_path": "f.py", "old_string": "x = 1", "new_string": "x = 3"}
     await READ.run({"file_path": "f.py"}, ctx)
     target.write_text("x = 1\ny = 2\n")  # the person, a formatter, another agent
-    with pytest.raises(ToolError, match="f.py changed since you last read it"):
+    with pytest.raises(ToolError, match=r"f\.py changed since you last read it"):
         await EDIT.run(edit, ctx)
     assert target.read_text() == "x = 1\ny = 2\n"
     await READ.run({"file_path": "f.py"}, ctx)
