@@ -18,6 +18,7 @@ from typing import Any
 from ..engine.loop import Agent
 from ..events import (
     AgentEvent,
+    AgentFinished,
     AssistantMessage,
     Error,
     Event,
@@ -65,6 +66,8 @@ class Child:
     stopped: str = ""
     """Why it was stopped (the person's `x`, an interrupt); empty when it was not."""
     status: str = ""
+    result: AgentFinished | None = None
+    """How it ended, once it has."""
     runner: asyncio.Future[Any] | None = field(default=None, repr=False)
     """The task that runs its whole life (waiting, hooks, turn, settling)."""
     _clock: float = field(default=0.0, repr=False)
@@ -132,6 +135,8 @@ class Child:
             case TurnEnd():
                 self.end = event
 
-    def done(self, status: str) -> None:
+    def finish(self, status: str) -> float:
+        """It ended as `status`; returns the seconds it ran."""
         self.phase, self.status, self.activity = "done", status, status
         self.elapsed = time.monotonic() - self._clock if self._clock else 0.0
+        return self.elapsed

@@ -366,7 +366,6 @@ class Team:
             except (StoreError, PersistenceError) as exc:
                 note = f" (its task could not be given back: {exc})"
             show(TasksUpdated(store.snapshot()))
-        child.done(status)
         finished = AgentFinished(
             child.id,
             child.call_id,
@@ -378,8 +377,9 @@ class Team:
             child.tools,
             child.turns,
             child.tokens,
-            child.elapsed,
+            child.finish(status),
         )
+        child.result = finished
         # Unsaved, the result still reaches the main agent; only the record beside the session is missing.
         with contextlib.suppress(SessionError):
             child.transcript.note({"type": "agent_result", **dataclasses.asdict(finished)})
@@ -402,7 +402,8 @@ class Team:
     def _record(self, child: Child) -> Record:
         status = child.status or ("running" if child.phase == "running" else "waiting")
         summary = (child.end.final_text if child.end is not None else "") or child.last_text
-        return Record(child.id, child.kind.name, child.description, child.task_id, status, summary)
+        details = dataclasses.asdict(child.result) if child.result is not None else {}
+        return Record(child.id, child.kind.name, child.description, child.task_id, status, summary, details)
 
 
 def _labelled(approver: Approver | None, label: str) -> Approver | None:
