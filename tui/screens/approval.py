@@ -121,6 +121,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """
         return event.time < self.shown_at
 
+    def set_queued(self, queued: int) -> None:
+        """How many more requests wait behind this one (it changes while it is open)."""
+        self.queued = queued
+        if self.is_mounted:
+            self.query_one("#approval-dialog").border_subtitle = f"{queued} more waiting" if queued else ""
+
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
