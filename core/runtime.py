@@ -42,7 +42,7 @@ from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
 from .hooks.wiring import SessionSource, ShellHooks
 from .lifecycle import Lifecycle
-from .model.base import ChatModel, Message, StreamItem
+from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
@@ -407,7 +407,7 @@ class Runtime:
         """A sub-agent's model: a script's own part for it, the type's model on the same
         server, or the main agent's."""
         base = self.model.get()
-        if isinstance(base, ScriptedModel):
+        if isinstance(base, ScriptsAgents):
             return base.for_agent(about)
         if kind.model and not self.config.scripted:
             return create_model(
