@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from ..model.base import Message, content_text
 from ..tasks.reminders import OPEN_TAG, reminder_message, since_compaction
-from .team import Record, describe_records
+from .records import Record, describe_records
 
 HEADER = "Sub-agents of this session"
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ from ..window.tokens import TokenCounter
 from .child import Child, Show
 from .definitions import TASK_TOOLS, AgentType
 from .holds import Holds
+from .records import Record, number, past_records
 from .result import files_changed, mark, result_text, status_of
 from .state import AgentRow
 
@@ -105,21 +105,6 @@ class TeamSettings:
     """A sub-agent's model requests when its call does not say."""
 
 
-@dataclass(frozen=True)
-class Record:
-    """A sub-agent of this session, as the compaction note and `-p`'s result list it."""
-
-    agent_id: str
-    agent_type: str
-    description: str
-    task_id: str | None
-    status: str
-    """`running`, or how it ended."""
-    summary: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    """Its `AgentFinished`, as JSON, once it has ended."""
-
-
 class Team:
     def __init__(self, parent: Parent, types: dict[str, AgentType], settings: TeamSettings | None = None) -> None:
         self.parent = parent
@@ -128,10 +113,10 @@ class Team:
         self.holds = Holds(parent.store, parent.changes)
         self.children: dict[str, Child] = {}
         """This run's sub-agents, running and finished, by name."""
-        self.past: list[Record] = _past_records(self.directory)
+        self.past: list[Record] = past_records(self.directory)
         """Sub-agents of earlier runs of this session (read from their transcripts)."""
         self._slots = asyncio.Semaphore(max(1, self.settings.max_parallel))
-        self._numbers = max((_number(r.agent_id) for r in self.past), default=0)
+        self._numbers = max((number(r.agent_id) for r in self.past), default=0)
 
     @property
     def directory(self) -> Path:
@@ -224,7 +209,7 @@ class Team:
         try:
             await self.parent.store.claim(child.task_id, taken)
         except (StoreError, PersistenceError) as exc:
-            if self._numbers == _number(child.id):  # nothing started: its name is free again
+            if self._numbers == number(child.id):  # nothing started: its name is free again
                 self._numbers -= 1
             raise ToolError(f"no sub-agent started: {exc}") from exc
 
@@ -430,64 +415,3 @@ async def _outcome(runner: asyncio.Future[AgentFinished]) -> AgentFinished:
 
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*-\d+")
-
-
-def _number(agent_id: str) -> int:
-    found = re.search(r"-(\d+)$", agent_id)
-    return int(found.group(1)) if found else 0
-
-
-def _past_records(directory: Path) -> list[Record]:
-    """The sub-agents an earlier run of this session started, from their transcripts' last record."""
-    try:
-        paths = sorted(directory.glob("*.jsonl"), key=lambda p: (_number(p.stem), p.stem))
-    except OSError:
-        return []
-    return [record for path in paths if (record := _read_record(path)) is not None]
-
-
-def _read_record(path: Path) -> Record | None:
-    header: dict[str, Any] = {}
-    result: dict[str, Any] = {}
-    try:
-        with path.open("rb") as f:
-            header = _json_line(f.readline())
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - 65_536))
-            for line in f.read().splitlines():
-                record = _json_line(line)
-                if record.get("type") == "agent_result":
-                    result = record
-    except OSError:
-        return None
-    if header.get("type") != "session":
-        return None
-    task = header.get("task_id")
-    return Record(
-        path.stem,
-        str(header.get("agent_type") or ""),
-        str(header.get("description") or ""),
-        task if isinstance(task, str) else None,
-        str(result.get("status") or "lost"),
-        str(result.get("summary") or ""),
-        {k: v for k, v in result.items() if k != "type"},
-    )
-
-
-def _json_line(line: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def describe_records(records: Iterable[Record]) -> list[str]:
-    """One line per sub-agent, for the compaction note."""
-    lines = []
-    for record in records:
-        task = f" on task #{record.task_id}" if record.task_id else ""
-        said = " ".join(record.summary.split())
-        said = f": {said[:200]}" if said else ""
-        lines.append(f'- {record.agent_id} ({record.agent_type}, "{record.description}"){task}: {record.status}{said}')
-    return lines
