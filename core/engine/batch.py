@@ -174,6 +174,8 @@ class BatchRunner:
                 await asyncio.wait({running, arrival}, return_when=asyncio.FIRST_COMPLETED)
                 if arrival.done():
                     yield arrival.result()
+                    while not self._live.empty():  # what came meanwhile, without a wait per event
+                        yield self._live.get_nowait()
                     continue
                 arrival.cancel()
                 while not self._live.empty():
