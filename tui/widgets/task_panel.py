@@ -46,14 +46,14 @@ def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
 def meta_line(task: Task, tasks: Sequence[Task], *, now: float, agent: AgentRow | None = None) -> str:
     """`3 calls · 1m10s · 4.1k tok · ⧗ blocked by #1`, or empty: the tool calls made while
     the task was in progress, the time it has spent in progress (all of it, waits for an
-    approval included, not only the tools' run time), its sub-agent's tokens, and how
-    earlier sub-agents' attempts at it ended."""
+    approval included, not only the tools' run time), the tokens of its sub-agent at work,
+    and how earlier sub-agents' attempts at it ended."""
     parts: list[str] = []
     if task.tool_calls:
         parts.append(f"{task.tool_calls} {'call' if task.tool_calls == 1 else 'calls'}")
     if task.started_at is not None or task.progress_since is not None or task.progress_seconds:
         parts.append(format_seconds(time_in_progress(task, now=now)))
-    if agent is not None and agent.tokens:
+    if agent is not None and agent.tokens and agent.phase != "done":
         parts.append(f"{agent.tokens / 1000:.1f}k tok" if agent.tokens >= 1000 else f"{agent.tokens} tok")
     blockers = open_blockers(task, tasks)
     if blockers and task.status != "completed":
