@@ -58,9 +58,9 @@ async def test_two_children_work_two_tasks_side_by_side_and_the_harness_settles_
     tasks = {t.id: t for t in runtime.tasks()}
     assert [(t.status, t.owner, t.claim) for t in tasks.values()] == [("completed", "", None)] * 2
     assert [a.outcome for a in tasks["1"].attempts] == ["completed"]
-    outputs = [r.output for r in results(events)]
-    assert outputs[0].startswith('[general-1] completed: task #1 "Write a" is completed')
-    assert "a.txt  +1 −0 (created)" in outputs[0]
+    outputs = {r.call_id: r.output for r in results(events)}  # each as it ended, not in call order
+    assert outputs["call_2_1"].startswith('[general-1] completed: task #1 "Write a" is completed')
+    assert "a.txt  +1 −0 (created)" in outputs["call_2_1"]
     assert (workspace / "a.txt").read_text() == "a\n"
     # Each child's transcript lives beside the session, and says how it ended.
     directory = runtime.session.path.with_name(f"{runtime.session.id}.agents")

@@ -148,7 +148,7 @@ async def test_the_task_row_shows_its_child_o_opens_its_transcript_live_and_x_st
             ("pending", "cancelled"),
             ("completed", "completed"),
         ]
-        assert "last cancelled (general-1)" in screen_text(app)
+        assert "cancelled (general-1)" in screen_text(app)  # the row: its attempt
 
 
 async def test_a_shared_list_shows_another_processs_change_within_a_second(workspace: Path) -> None:

@@ -120,14 +120,11 @@ class BatchRunner:
             position += len(group)
             for item in group:
                 yield self._started(item)
-            if group[0].fans_out:
-                outcomes = []
+            if group[0].fans_out:  # each call is finished as it ends, among the live events
                 async for shown in self._showing_live(self._fan_out(group)):
-                    if isinstance(shown, list):
-                        outcomes = shown
-                    else:
-                        yield shown
-            elif len(group) == 1:
+                    yield shown
+                continue
+            if len(group) == 1:
                 outcomes = [await self._run_one(group[0])]
             else:
                 outcomes = list(await asyncio.gather(*(self._run_read(item) for item in group)))
@@ -153,20 +150,28 @@ class BatchRunner:
         ]
         return events + self.flush_events()
 
-    async def _fan_out(self, group: Sequence[Prepared]) -> list[Outcome]:
-        """Run the calls side by side. Cancelled, it returns only once every call has wound
-        down: each may be settling its sub-agent (a gather without `return_exceptions` would
-        end with the first call that re-raised)."""
-        done = await asyncio.gather(*(self._run_one(item) for item in group), return_exceptions=True)
-        for outcome in done:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return [outcome for outcome in done if isinstance(outcome, Outcome)]
+    async def _fan_out(self, group: Sequence[Prepared]) -> None:
+        """Run the calls side by side, each finished (its result in history and shown) as
+        soon as it ends: one sub-agent's result does not wait for its slower siblings, so
+        results enter history in the order they come. Cancelled, it returns only once every
+        call has wound down: each may be settling its sub-agent (a gather without
+        `return_exceptions` would end with the first call that re-raised)."""
 
-    async def _showing_live(self, work: Awaitable[list[Outcome]]) -> AsyncIterator[Event | list[Outcome]]:
-        """Await `work`, yielding the events its calls show live meanwhile, then its outcomes.
-        Cancelled, it cancels `work` and waits for it to wind down (so every call can say
-        what it had done); events shown meanwhile go out with the rest of the batch."""
+        async def one(item: Prepared) -> None:
+            outcome = await self._run_one(item)
+            for event in outcome.events:
+                self._live.put_nowait(event)
+            self._live.put_nowait(self._finish(item, outcome))
+
+        done = await asyncio.gather(*(one(item) for item in group), return_exceptions=True)
+        for failure in done:
+            if isinstance(failure, BaseException):
+                raise failure
+
+    async def _showing_live(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+        """Await `work`, yielding the events its calls show live meanwhile. Cancelled, it
+        cancels `work` and waits for it to wind down (so every call can say what it had
+        done); events shown meanwhile go out with the rest of the batch."""
         running = asyncio.ensure_future(work)
         try:
             while True:
@@ -180,7 +185,7 @@ class BatchRunner:
                 arrival.cancel()
                 while not self._live.empty():
                     yield self._live.get_nowait()
-                yield running.result()
+                running.result()  # raises what the calls raised
                 return
         finally:
             if not running.done():
