@@ -135,6 +135,11 @@ class Child:
             case TurnEnd():
                 self.end = event
 
+    def requests_made(self) -> int:
+        """Model requests it made, answered or not (its loop's budget counts every one)."""
+        spent = self.agent.requests if self.agent is not None else None
+        return spent.used if spent is not None else self.turns
+
     def finish(self, status: str) -> float:
         """It ended as `status`; returns the seconds it ran."""
         self.phase, self.status, self.activity = "done", status, status

@@ -360,7 +360,7 @@ class Team:
             summary,
             files,
             child.tools,
-            child.turns,
+            child.requests_made(),
             child.tokens,
             child.finish(status),
         )

@@ -224,6 +224,7 @@ class Agent:
             return self.requests.exhausted("in this turn")
         shared = self.options.shared
         if shared is not None and not shared.spend(by_agent=True):
+            self.requests.used -= 1  # not made after all
             return shared.exhausted("in the parent's turn, which this sub-agent shares")
         return None
 

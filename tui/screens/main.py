@@ -570,7 +570,9 @@ class MainScreen(Screen[None]):
         self.viewing, self._viewed = agent_id, transcript
         where = f" · #{task_id}" if task_id else ""
         title = self.query_one("#agent-view-title", Static)
-        title.update(f"◇ {agent_id}{where}: its own transcript, live while it works (esc: back to the conversation)")
+        live = any(row.agent_id == agent_id and row.phase != "done" for row in self.runtime.agents())
+        how = "its own transcript, live" if live else "its own transcript"
+        title.update(f"◇ {agent_id}{where}: {how} (esc: back to the conversation)")
         title.display = True
         self.conversation.display = False
         view.display = True
