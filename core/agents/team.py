@@ -42,6 +42,7 @@ from ..tasks.model import AgentRef, Attempt, Claim, StoreError
 from ..tasks.persistence import PersistenceError
 from ..tasks.reminders import wrap
 from ..tasks.store import TaskStore
+from ..tools.base import Tool
 from ..tools.context import ToolContext
 from ..tools.ledger import FileLedger
 from ..tools.results import ToolError, ToolResult
@@ -306,7 +307,7 @@ class Team:
         )
 
     @staticmethod
-    def _tools(kind: AgentType, main: Agent) -> list[Any]:
+    def _tools(kind: AgentType, main: Agent) -> list[Tool]:
         """The main agent's tools but `Agent` (depth 1) and the list-wide TodoWrite, narrowed
         to the type's `tools`; every sub-agent gets the task tools."""
         chosen = [

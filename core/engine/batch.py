@@ -326,7 +326,8 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
-        ctx.live = self._live.put_nowait
+        if item.tool.fan_out:  # only these calls are awaited while their events are shown
+            ctx.live = self._live.put_nowait
         await self.deps.lifecycle.notify_tool_start(
             ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
         )
