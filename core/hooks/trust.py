@@ -6,21 +6,34 @@ accepted them for this project (the TUI asks at start-up). The acceptance is kep
 `<data root>/trusted_hooks.json` (`TODO_AGENT_HOME` or the user data dir), keyed by the
 project's absolute path, holding a fingerprint of the project's hook set (every event,
 matcher, command and timeout): change one command and the person is asked again.
+
+A record is believed only when it could not have been written by the model: each entry
+is an HMAC of the project and its fingerprint under a random key (`trust.key`, beside
+it), which a model cannot compute without running code, and both files must be the
+person's own and writable by nobody else. The permission gate also asks before any
+write into the data directory (`core/permissions/policy.py`). A record that fails these
+checks (or one from before them) is not trusted: the person is asked again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import json
+import os
+import secrets
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..session.directory import data_root
+from ..places import data_root
 from ..tasks.persistence import PersistenceError, update_atomic
 from .spec import HookSpec
 
 TRUST_FILE = "trusted_hooks.json"
+KEY_FILE = "trust.key"
 
 
 def trust_path() -> Path:
@@ -33,6 +46,47 @@ def fingerprint(specs: Sequence[HookSpec]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _seal(key: bytes, workspace: Path, specs: Sequence[HookSpec]) -> str:
+    message = f"{workspace.resolve()}\0{fingerprint(specs)}".encode("utf-8", "surrogateescape")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def _own_private(path: Path) -> bool:
+    """The person's own file (not a link), which nobody else may write."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return stat.S_ISREG(info.st_mode) and mine and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _read_key() -> bytes | None:
+    path = data_root() / KEY_FILE
+    if not _own_private(path):
+        return None
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+    return key if len(key) >= 32 else None
+
+
+def _key() -> bytes:
+    """The key, made on first use (0600; a second process racing to make it reads the first's)."""
+    if (key := _read_key()) is not None:
+        return key
+    path = data_root() / KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    if (key := _read_key()) is None:
+        raise OSError(f"{path} is not a private file of yours; remove it to trust hooks again")
+    return key
+
+
 def _decode(document: Any) -> dict[str, str]:
     if not isinstance(document, dict):
         raise TypeError("not an object")
@@ -41,11 +95,14 @@ def _decode(document: Any) -> dict[str, str]:
 
 def is_trusted(workspace: Path, specs: Sequence[HookSpec]) -> bool:
     """Has the person accepted exactly these hooks for this project? (No file: no.)"""
+    key = _read_key()
+    if key is None or not _own_private(trust_path()):
+        return False
     try:
         trusted = _decode(json.loads(trust_path().read_bytes()))
     except (OSError, ValueError, TypeError):
         return False
-    return trusted.get(str(workspace.resolve())) == fingerprint(specs)
+    return hmac.compare_digest(trusted.get(str(workspace.resolve()), ""), _seal(key, workspace, specs))
 
 
 def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
@@ -53,11 +110,15 @@ def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
 
     Blocks briefly; raises OSError with a clear message if the file cannot be written.
     """
-    key, value = str(workspace.resolve()), fingerprint(specs)
+    try:
+        key = _key()
+    except OSError as exc:
+        raise OSError(f"cannot remember the hook acceptance: {exc.strerror or exc}") from exc
+    entry, value = str(workspace.resolve()), _seal(key, workspace, specs)
 
     def compute(current: dict[str, str] | None) -> bytes:
         trusted = dict(current or {})
-        trusted[key] = value
+        trusted[entry] = value
         return json.dumps(trusted, indent=1, sort_keys=True).encode()
 
     try:

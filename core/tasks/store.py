@@ -92,8 +92,9 @@ class TaskStore:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._user_changes: list[str] = list(user_changes)
         self._version = version
-        self._history: list[history.Version] = (
-            history.read(history.history_path(path), version) if path is not None else []
+        # history_skipped: lines of the plan history that could not be read (`/todos history` says so).
+        self._history, self.history_skipped = (
+            history.read(history.history_path(path), version) if path is not None else ([], 0)
         )
         self._seen: tuple[int, int, int] | None = None
         """The file's stamp when `peek` last read it."""
@@ -274,7 +275,8 @@ class TaskStore:
         if loaded is None:
             return None
         self._seen = stamp
-        return Saved(*loaded, tuple(history.read(history.history_path(self.path), loaded[3])))
+        versions, _ = history.read(history.history_path(self.path), loaded[3])
+        return Saved(*loaded, tuple(versions))
 
     def adopt(self, saved: Saved) -> bool:
         """Make `saved` (from `peek`) the current state if it is newer; whether it was.
