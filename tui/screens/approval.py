@@ -162,14 +162,20 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def _options(self) -> list[Option]:
         rule = reveal_line(self.request.suggested_rule)
+        # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
+        who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
+        stop = f"No, and stop {who}" if who else "No, and stop"
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
                 Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
                 id="always",
             ),
-            Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
-            Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
+            Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
+            Option(
+                Content.assemble(("f ", "bold"), f"No, and tell {who or 'todo-agent'} what to do instead"),
+                id="feedback",
+            ),
         ]
 
     def on_mount(self) -> None:
