@@ -53,6 +53,8 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_parallel_agents": int,
     "agent_max_turns": int,
     "task_list": str,
+    "request_retries": int,
+    "request_retry_wait": (int, float),
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
     "tasks": str,
@@ -210,6 +212,8 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_parallel_agents": _when(lambda v: 1 <= v <= 16, "'max_parallel_agents' must be between 1 and 16"),
     "agent_max_turns": _when(lambda v: v >= 1, "'agent_max_turns' must be >= 1"),
     "task_list": _when(valid_list_name, "'task_list' must be letters, digits, '.', '_' or '-'"),
+    "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
+    "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
     "ui": _check_ui,
     "permissions": _check_permissions,
 }
@@ -245,6 +249,10 @@ class Config:
     task_list: str | None = None
     """A shared task list's name (`--task-list`, `TODO_AGENT_TASK_LIST`): the session
     works that list instead of its own, with every other process using it."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (503, 429, a dropped connection)."""
+    request_retry_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries."""
     model_chosen: bool = False
     """Whether a flag, variable or setting named the model (else a server's own may be used)."""
     task_panel: PanelPlace = "right"
@@ -371,6 +379,8 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_parallel_agents = data.get("max_parallel_agents", config.max_parallel_agents)
     config.agent_max_turns = data.get("agent_max_turns", config.agent_max_turns)
     config.task_list = data.get("task_list", config.task_list)
+    config.request_retries = data.get("request_retries", config.request_retries)
+    config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))

@@ -24,6 +24,10 @@ waits for an answer. In text mode each one's start and end is a line on stderr; 
 the `Agent` call that runs it); the `json` result lists them (`agents`), and `usage`
 counts their tokens too.
 
+A request that fails in a way that may pass (a server busy, restarting or rate limiting,
+a dropped connection) is retried after a wait, each wait one line on stderr
+(`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
+
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
 `stream-json` carries every hook run as a `HookResult` event. Project hooks that the
@@ -47,6 +51,7 @@ from todo_agent.core.events import (
     Event,
     HookResult,
     Notice,
+    Retrying,
     TasksUpdated,
     TurnEnd,
     Usage,
@@ -88,7 +93,8 @@ class _Tally:
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens
@@ -119,7 +125,7 @@ class _Tally:
             print(f"todo-agent: {wrapped.agent_id}: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
             print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.describe())}", file=self.err)
 
     def _agent_line(self, event: AgentStarted | AgentFinished) -> None:

@@ -11,7 +11,7 @@ the agent core: the lines come from the rows the runtime gives (`core/agents/sta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.agents.state import AgentRow
@@ -105,6 +105,9 @@ class AgentTranscript:
 
     def turn_ended(self, reason: str) -> None:
         pass
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        pass  # its retry is a notice in its transcript; the status line counts the main agent's waits
 
     async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
         pass  # a sub-agent starts none

@@ -7,7 +7,7 @@ recording fake, so every mapping here is checked without running an app.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.events import (
@@ -22,6 +22,7 @@ from todo_agent.core.events import (
     HookResult,
     Notice,
     ResponseDiscarded,
+    Retrying,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -69,6 +70,9 @@ class ConversationUI(Protocol):
     def set_activity(self, text: str) -> None:
         """What the running turn is doing, for the status line."""
 
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        """The turn waits `seconds`: the status line says `say(seconds left)`, counting down."""
+
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
 
@@ -99,8 +103,18 @@ class EventHandler:
             await self._compaction(event)
         elif isinstance(event, AgentStarted | AgentEvent | AgentFinished):
             await self.ui.agent_update(event)
+        elif isinstance(event, ResponseDiscarded | Retrying):
+            await self._retry(event)
         else:
             await self._dispatch(event)
+
+    async def _retry(self, event: ResponseDiscarded | Retrying) -> None:
+        if isinstance(event, ResponseDiscarded):  # the `Retrying` that follows says why and when
+            self._streaming = False
+            await self.ui.discard_message()
+            return
+        await self.ui.add_entry(NoticeEntry(event.describe(), "warning"))
+        self.ui.count_down(lambda left: f"{event.reason} — {event.countdown(left)}", event.delay)
 
     async def _compaction(self, event: Compacting | Compacted) -> None:
         if isinstance(event, Compacting):
@@ -118,12 +132,6 @@ class EventHandler:
             case AssistantMessage(content=content):
                 self._streaming = False
                 await self.ui.finish_message(content)
-            case ResponseDiscarded(reason=reason, attempt=attempt):
-                self._streaming = False
-                await self.ui.discard_message()
-                await self.ui.add_entry(
-                    NoticeEntry(f"Response cut off ({reason}); retrying, attempt {attempt}.", "warning")
-                )
             case ToolStarted(call_id=call_id, name=name, summary=summary):
                 self._started.add(call_id)
                 await self.ui.add_entry(ToolEntry(call_id, name, summary))

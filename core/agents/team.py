@@ -296,8 +296,9 @@ class Team:
             options=AgentOptions(
                 max_turns=call.max_turns or self.settings.max_turns,
                 repeat_limit=main.options.repeat_limit,
-                stream_retries=main.options.stream_retries,
+                request_retries=main.options.request_retries,
                 retry_delay=main.options.retry_delay,
+                retry_max_wait=main.options.retry_max_wait,
                 shared=main.requests,
             ),
             budget=dataclasses.replace(main.budget),

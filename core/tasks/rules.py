@@ -13,6 +13,13 @@ and metadata (marking it completed only records that it says so: `settle` decide
 the subtasks it created; the main agent may not change a claimed task at all. Work is
 attributed per worker: the main agent's task in progress is one without a claim, so
 "one task in progress" holds per owner.
+
+The plan must fit in front of the model: it is echoed in tool results and reminders, so
+one 1 MB subject would make every later request overflow. Text fields and the list's
+length are bounded (`MAX_LABEL`, `MAX_DESCRIPTION`, `MAX_TASKS`), for the model's edits
+and the person's alike; a change past a bound is refused, saying which and by how much.
+A list saved before the bounds (or edited by hand) is cut to them when read
+(`fit_limits`), with a note, never refused.
 """
 
 from __future__ import annotations
@@ -66,11 +73,48 @@ def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: s
     return status
 
 
-def _subject(text: str, where: str = "") -> str:
-    subject = text.strip()
+MAX_LABEL = 200
+"""Characters of a subject (TodoWrite's `content`), an activeForm or an owner: a title, not a document."""
+MAX_DESCRIPTION = 4_000
+"""Characters of a description: what to do and how to tell it is done, not the material itself."""
+MAX_TASKS = 200
+"""Tasks in one list."""
+MAX_METADATA_KEYS = 20
+"""Keys of one task's metadata (each value bounded like a description)."""
+MAX_ATTEMPTS = 10
+"""Sub-agents' attempts kept on a task: the latest ones."""
+MAX_ATTEMPT_FILES = 50
+"""Files listed per attempt."""
+
+_ADVICE = {
+    "subject": "keep it a short title and put detail in description",
+    "content": "keep it a short title",
+    "description": "put long material in a file and name the file here",
+}
+
+
+def _bounded(text: str, name: str, limit: int, where: str = "") -> str:
+    """`text` stripped, or StoreError when it is longer than `limit` characters."""
+    text = text.strip()
+    if len(text) > limit:
+        advice = _ADVICE.get(name, "shorten it")
+        raise StoreError(f"{where}{name} is {len(text):,} characters; the limit is {limit:,} ({advice})")
+    return text
+
+
+def _subject(text: str, where: str = "", name: str = "subject") -> str:
+    subject = _bounded(text, name, MAX_LABEL, where)
     if not subject:
-        raise StoreError(f"{where}subject must not be empty")
+        raise StoreError(f"{where}{name} must not be empty")
     return subject
+
+
+def _room_for_one_more(tasks: Tasks) -> None:
+    if len(tasks) >= MAX_TASKS:
+        raise StoreError(
+            f"the task list already holds {len(tasks)} tasks, the most it may ({MAX_TASKS}); "
+            "delete finished or obsolete tasks first"
+        )
 
 
 def with_status(task: Task, status: TaskStatus, now: float) -> Task:
@@ -91,11 +135,12 @@ def with_status(task: Task, status: TaskStatus, now: float) -> Task:
 def create(
     tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float, created_by: str = ""
 ) -> tuple[Tasks, Task]:
+    _room_for_one_more(tasks)
     task = Task(
         id=str(next_id),
         subject=_subject(subject),
-        description=description.strip(),
-        activeForm=active_form.strip(),
+        description=_bounded(description, "description", MAX_DESCRIPTION),
+        activeForm=_bounded(active_form, "activeForm", MAX_LABEL),
         created_at=now,
         created_by=created_by,
     )
@@ -156,7 +201,13 @@ def _with_metadata(task: Task, changes: Fields) -> Task:
         if value is None:
             merged.pop(key, None)
         else:
-            merged[key] = value
+            merged[_bounded(key, "a metadata key", MAX_LABEL)] = _bounded(
+                value, f"metadata {key[:40]!r}", MAX_DESCRIPTION
+            )
+    if len(merged) > MAX_METADATA_KEYS:
+        raise StoreError(
+            f"a task holds at most {MAX_METADATA_KEYS} metadata keys; remove some (a null value removes one)"
+        )
     return replace(task, metadata=tuple(sorted(merged.items())))
 
 
@@ -184,9 +235,13 @@ def update(
     task = replace(
         old,
         subject=old.subject if changes.subject is None else _subject(changes.subject),
-        description=old.description if changes.description is None else changes.description.strip(),
-        activeForm=old.activeForm if changes.active_form is None else changes.active_form.strip(),
-        owner=old.owner if changes.owner is None else changes.owner.strip(),
+        description=old.description
+        if changes.description is None
+        else _bounded(changes.description, "description", MAX_DESCRIPTION),
+        activeForm=old.activeForm
+        if changes.active_form is None
+        else _bounded(changes.active_form, "activeForm", MAX_LABEL),
+        owner=old.owner if changes.owner is None else _bounded(changes.owner, "owner", MAX_LABEL),
     )
     task = _with_metadata(task, changes)
     if by is not None and old.claim is not None and old.claim.by(by):
@@ -247,7 +302,8 @@ def settle(tasks: Tasks, task_id: str, by: AgentRef, attempt: Attempt, now: floa
     if task is None or task.claim is None or not task.claim.by(by):
         return tasks, None
     done = task.claim.done and attempt.outcome == "completed"
-    freed = replace(task, owner="", claim=None, attempts=(*task.attempts, attempt))
+    kept = replace(attempt, files=attempt.files[:MAX_ATTEMPT_FILES], summary=_cut(attempt.summary, 500))
+    freed = replace(task, owner="", claim=None, attempts=(*task.attempts, kept)[-MAX_ATTEMPTS:])
     if task.status == "in_progress":
         freed = with_status(freed, "completed" if done else "pending", now)
     return tuple(freed if t.id == task_id else t for t in tasks), freed
@@ -329,23 +385,26 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     subject, one that also has the item's status is preferred, so dropping one of two
     look-alikes keeps the right id.
     """
+    if len(todos) > MAX_TASKS:
+        raise StoreError(f"todos has {len(todos):,} items; the list may hold at most {MAX_TASKS}")
     unmatched: dict[str, list[Task]] = {}
     for task in tasks:
         unmatched.setdefault(task.subject, []).append(task)
     new: list[Task] = []
     for n, item in enumerate(todos):
         where = f"todos[{n}]: "
-        subject = _subject(item.content, where)
+        subject = _subject(item.content, where, "content")
         status = cast(TaskStatus, check_status(item.status, STATUSES, where))
+        active_form = _bounded(item.active_form, "activeForm", MAX_LABEL, where)
         same = unmatched.get(subject)
         if same:
             pick = next((t for t in same if t.status == status), same[0])
             same.remove(pick)
             if pick.claim is not None and status != pick.status:
                 raise StoreError(f'{where}"{subject}" is being worked on by {pick.claim.agent}; leave it in_progress')
-            base = replace(pick, activeForm=item.active_form.strip())
+            base = replace(pick, activeForm=active_form)
         else:
-            base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
+            base = Task(id=str(next_id), subject=subject, activeForm=active_form, created_at=now)
             next_id += 1
         new.append(with_status(base, status, now))
     kept = {t.id for t in new}
@@ -383,6 +442,30 @@ def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
     order = list(tasks)
     order.insert(index, order.pop(old))
     return tuple(order), old, index
+
+
+def fit_limits(tasks: Tasks) -> tuple[Tasks, list[str]]:
+    """`tasks` with every text field cut to its bound (an ellipsis at the cut), and one
+    line per field cut: for a list saved before the bounds existed, or edited by hand."""
+    notes: list[str] = []
+    fitted: list[Task] = []
+    for task in tasks:
+        cut = replace(
+            task,
+            subject=_cut(task.subject, MAX_LABEL),
+            activeForm=_cut(task.activeForm, MAX_LABEL),
+            owner=_cut(task.owner, MAX_LABEL),
+            description=_cut(task.description, MAX_DESCRIPTION),
+        )
+        for name in ("subject", "activeForm", "owner", "description"):
+            if getattr(cut, name) != getattr(task, name):
+                notes.append(f"#{short_id(task.id)} {name} ({len(getattr(task, name)):,} characters)")
+        fitted.append(cut)
+    return tuple(fitted), notes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- invariants ---------------------------------------------------

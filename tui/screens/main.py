@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -405,6 +405,8 @@ class MainScreen(Screen[None]):
         running = sum(1 for row in rows if row.phase == "running")
         if running and self.busy:
             self.status.set_activity(f"{running} sub-agent{'s' if running > 1 else ''} at work")
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        self.status.count_down(say, seconds)
 
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")
