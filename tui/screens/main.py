@@ -405,6 +405,7 @@ class MainScreen(Screen[None]):
         running = sum(1 for row in rows if row.phase == "running")
         if running and self.busy:
             self.status.set_activity(f"{running} sub-agent{'s' if running > 1 else ''} at work")
+
     def count_down(self, say: Callable[[float], str], seconds: float) -> None:
         self.status.count_down(say, seconds)
 
