@@ -13,7 +13,8 @@ from todo_agent.core.input.mentions import (
     find_mentions,
     parse_attachment_message,
 )
-from todo_agent.core.tools.reads import ReadLedger
+from todo_agent.core.tools.ledger import FileLedger
+from todo_agent.core.tools.results import ToolError
 
 
 @pytest.fixture
@@ -90,10 +91,14 @@ def test_an_attachment_bigger_than_the_window_allows_is_a_note(project: Path) ->
 
 
 def test_an_attached_file_counts_as_read(project: Path) -> None:
-    reads = ReadLedger()
-    _attach(project, "@cli.py @src/", reads=reads)
-    assert project / "cli.py" in reads
-    assert not reads.changed_since_read(project / "cli.py")
+    """Edit's stale check then holds for it: changed after it was attached, it must be read again."""
+    ledger = FileLedger()
+    _attach(project, "@cli.py @src/", reads=ledger)
+    cli = project / "cli.py"
+    ledger.check(cli, "cli.py", cli.read_bytes)  # as attached: fine
+    cli.write_text("changed by the person\n")
+    with pytest.raises(ToolError, match="changed since you last read it"):
+        ledger.check(cli, "cli.py", cli.read_bytes)
 
 
 def test_the_message_round_trips(project: Path) -> None:

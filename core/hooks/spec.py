@@ -20,6 +20,8 @@ HookEvent = Literal[
     "TaskCreated",
     "TaskCompleted",
     "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
     "Notification",
 ]
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..events import Attached as Attachment
 from ..tools.files import DEFAULT_LIMIT, read_window
 from ..tools.fs import plural
-from ..tools.reads import ReadLedger
+from ..tools.ledger import FileLedger
 from ..tools.results import ToolError
 from ..tools.walk import SKIP_DIRS
 
@@ -112,7 +112,8 @@ class Attacher:
 
     workspace: Path
     read_denied: Callable[[str], bool] = lambda path: False
-    reads: ReadLedger | None = None
+    reads: FileLedger | None = None
+    """The agent's record of what it read: an attached file counts as read (Edit's stale check)."""
     char_limit: int = 100_000
     """The most characters one file's attachment may take (a tool result's share of the window)."""
 
@@ -154,10 +155,9 @@ class Attacher:
         if last is not None and last < first:
             return Attachment(shown, note=f"not attached: the range {first}-{last} ends before it starts")
         wanted = DEFAULT_LIMIT if last is None else last - first + 1
-        stamp = ReadLedger.stamp(path)
-        numbered, total = read_window(path, shown, first, min(wanted, DEFAULT_LIMIT))
+        numbered, total = read_window(path, shown, first, min(wanted, DEFAULT_LIMIT), self.reads)
         if total == 0:
-            return self._read(path, shown, stamp, "empty", "(empty file)")
+            return Attachment(shown, "empty", "(empty file)")
         if first > total:
             return Attachment(shown, note=f"not attached: line {first} is past its end ({plural(total, 'line')})")
         if lines is None and total > DEFAULT_LIMIT:
@@ -179,11 +179,6 @@ class Attacher:
             )
         shown_last = first + len(numbered) - 1
         summary = plural(total, "line") if lines is None else f"lines {first}-{shown_last} of {total}"
-        return self._read(path, shown, stamp, summary, content)
-
-    def _read(self, path: Path, shown: str, stamp: tuple[int, int] | None, summary: str, content: str) -> Attachment:
-        if self.reads is not None:
-            self.reads.record(path, stamp)
         return Attachment(shown, summary, content)
 
 

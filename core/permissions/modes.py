@@ -36,6 +36,9 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    agent: str = ""
+    """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
+    for the main agent."""
     remembered_for: str = ""
     """Set when the question is about a file's shell commands (a custom command): yes is
     remembered for this version of that file, named here; there is no rule to add and no

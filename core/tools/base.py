@@ -126,6 +126,9 @@ class Tool:
     network: str | None = None
     """The argument holding a URL the tool reads from the network (`core/access.py`): the
     gate asks for it unless a `Tool(domain:host)` rule allows the host."""
+    fan_out: bool = False
+    """Calls of this tool in one response run side by side (each is asked about and decided
+    alone) and show their progress live (`ctx.live`): the `Agent` tool."""
 
     def __post_init__(self) -> None:
         check_declaration(self.name, self.kind, self.paths, self.network)
@@ -154,6 +157,7 @@ def declare(
     summarize: Callable[[dict[str, Any]], str] = lambda args: "",
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
+    fan_out: bool = False,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
     Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`).
@@ -182,7 +186,17 @@ def declare(
     if description is None:
         description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
     return Tool(
-        name, description, _LazySchema(arguments), checked, kind, summarize, preview, paths, normalised, network
+        name,
+        description,
+        _LazySchema(arguments),
+        checked,
+        kind,
+        summarize,
+        preview,
+        paths,
+        normalised,
+        network=network,
+        fan_out=fan_out,
     )
 
 

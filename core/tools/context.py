@@ -11,8 +11,9 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..lifecycle import Gate, TaskChange
     from ..session.transcript import Session
+    from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
-    from .reads import ReadLedger
+    from .ledger import FileLedger
 
 HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
 """Variables a command never sees by default: the model's API key is not the command's business."""
@@ -38,8 +39,18 @@ class ToolContext:
     """Whether a deny rule covers reading this path: search tools leave it out of results."""
     task_gates: Sequence[Gate[TaskChange]] | None = None
     """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
-    reads: ReadLedger | None = None
-    """The files read in this session: Edit and Write refuse one changed since (`reads.py`)."""
+    agent: AgentRef | None = None
+    """The sub-agent making the call (None: the main agent): the task tools let it touch
+    only its own task and subtasks."""
+    files: FileLedger | None = None
+    """What this agent last read of each file: Edit and Write refuse a file that changed
+    since, or that another agent's task holds (`ledger.py`)."""
+    live: Callable[[Event], None] | None = None
+    """Shows an event now, while the call still runs (a sub-agent's progress); None where
+    nothing is shown live. `emit` is for what the call leaves behind, shown after the batch."""
+    interrupted_output: str = ""
+    """What a call cut short by an interrupt had done: set before it re-raises, it becomes
+    its result instead of a bare "cancelled" (a sub-agent's partial work)."""
     host_allowed: Callable[[str], bool] = field(default=lambda host: False)
     """Whether an allow rule names this very host (`WebFetch(domain:localhost)`): only then
     may WebFetch reach a private or local address."""

@@ -6,6 +6,10 @@ text goes to the model and the turn goes on). Keys typed before the modal was on
 (a double tap meant for the previous question) are ignored: see `predates`; keys typed
 right after `f` are the feedback's, however fast they come.
 
+A sub-agent's request says which sub-agent asks and for which task (`general-1 · #3 Write
+the tests`), on the dialog's first line and in its title; answering it answers that call
+only, and the next waiting request (any agent's) opens after it.
+
 Whatever the terminal's size, the choices (and the feedback box, once open) stay on
 screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
 and says how much of it is out of sight. A preview holding control or invisible
@@ -118,16 +122,25 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """
         return event.time < self.shown_at
 
+    def set_queued(self, queued: int) -> None:
+        """How many more requests wait behind this one (it changes while it is open)."""
+        self.queued = queued
+        if self.is_mounted:
+            self.query_one("#approval-dialog").border_subtitle = f"{queued} more waiting" if queued else ""
+
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
+            who = f"{sanitize(request.agent.split(' · ')[0])}: " if request.agent else ""
             dialog.border_title = (
-                f"Run the shell commands of {sanitize(request.tool)}?"
+                f"{who}Run the shell commands of {sanitize(request.tool)}?"
                 if request.remembered_for
-                else f"Allow {sanitize(request.tool)}?"
+                else f"{who}Allow {sanitize(request.tool)}?"
             )
             if self.queued:
                 dialog.border_subtitle = f"{self.queued} more waiting"
+            if request.agent:
+                yield Static(Content(f"⚑ {sanitize(request.agent)} asks"), id="approval-agent", markup=False)
             if request.summary.strip() != request.preview.strip():
                 yield Static(Content(sanitize(request.summary, visible=True)), id="approval-summary", markup=False)
             if request.reason:
@@ -162,14 +175,20 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 Option(Content.assemble(("3 ", "bold"), "No, do not send the command", ("  (esc)", "dim")), id="no"),
             ]
         rule = reveal_line(self.request.suggested_rule)
+        # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
+        who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
+        stop = f"No, and stop {who}" if who else "No, and stop"
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
                 Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
                 id="always",
             ),
-            Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
-            Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
+            Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
+            Option(
+                Content.assemble(("f ", "bold"), f"No, and tell {who or 'todo-agent'} what to do instead"),
+                id="feedback",
+            ),
         ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
