@@ -346,7 +346,8 @@ class TodoAgentApp(App[int]):
             resolve(answer)
 
         self.push_screen(screen, callback=answered)
-        self.needs_person(f"{request.tool} waits for your approval", "permission_prompt")
+        who = f"{request.agent.split(' · ')[0]}: " if request.agent else ""  # a sub-agent's, named
+        self.needs_person(f"{who}{request.tool} waits for your approval", "permission_prompt")
 
         def close() -> None:
             if screen in self.screen_stack:
