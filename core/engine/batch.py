@@ -19,6 +19,7 @@ before the call's `ToolFinished`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -221,6 +222,8 @@ class BatchRunner:
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
             if answer.decision == "always":
                 self.deps.permissions.add_session_rule(self._suggested_rule(item))
+            elif answer.decision == "always_server" and (rule := self.deps.permissions.server_rule(item.call.name)):
+                self.deps.permissions.add_session_rule(rule)
         return await self._execute(item)
 
     async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
@@ -240,6 +243,7 @@ class BatchRunner:
             outside_workspace=outside,
             suggested_rule=self._suggested_rule(item),
             reason=reason,
+            server_rule=self.deps.permissions.server_rule(item.call.name),
         )
         return await approver(request)
 
@@ -254,6 +258,8 @@ class BatchRunner:
                 return f"(no preview: {exc})", "text"
         if item.call.name == "Bash":
             return str(item.args.get("command", "")), "command"
+        if self.deps.permissions.server_rule(item.call.name):  # an MCP server's tool: its arguments, whole
+            return json.dumps(item.args, indent=2, ensure_ascii=False), "text"
         return "", "text"
 
     async def _execute(self, item: Prepared) -> Outcome:

@@ -28,11 +28,15 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    server_rule: str = ""
+    """For an MCP tool, the rule naming all tools of its server (`mcp__github`), which
+    "yes, and don't ask again for all tools of this server" adds; else empty."""
 
 
 @dataclass(frozen=True)
 class ApprovalAnswer:
-    decision: Literal["yes", "always", "no", "feedback"]
+    decision: Literal["yes", "always", "always_server", "no", "feedback"]
+    """`always` adds the request's `suggested_rule`, `always_server` its `server_rule`."""
     feedback: str = ""
 
 

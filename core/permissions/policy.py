@@ -10,7 +10,8 @@ Decision order for one tool call:
    deny in `bypassPermissions`, ask otherwise (headless: denied), unless an exact allow
    rule names this very command;
 3. `bypassPermissions` → allow (the mode says so; documented in the README);
-4. `plan` mode → deny anything that writes or executes;
+4. `plan` mode → deny anything that writes or executes (an MCP tool: unless an allow rule
+   names it: `mcp__server`, `mcp__server__*` or `mcp__server__tool`);
 5. Edit/Write of a file that decides what runs or what is allowed → ask, whatever
    `acceptEdits` or allow rules say: `<workspace>/.todo-agent/`, any `.git/` directory
    (hooks, `core.fsmonitor`), and the user settings directory (reachable when the
@@ -21,7 +22,8 @@ Decision order for one tool call:
    strict side: for Bash, EVERY simple command as written (no unwrapping) must match one,
    and a command with `$(…)`, backticks, `<(…)`, a redirection to a file, or anything that
    cannot be read fully matches no prefix rule, only an exact one;
-8. read-only and task tools → allow;
+8. read-only and task tools → allow (never an MCP tool: its server's "read-only" hint is
+   not trusted, so each call asks unless a rule allows it);
 9. `acceptEdits` → allow edits; otherwise ask.
 A caller with no way to ask (headless) turns "ask" into a denial that says why.
 What one rule is and matches (and which rule to suggest) is `core/permissions/rules.py`.
@@ -46,6 +48,8 @@ from .rules import (
     command_allowed,
     command_denied,
     glob_literal_dir,
+    mcp_server,
+    mcp_server_rule,
     rule_tools,
     suggest_command_rule,
 )
@@ -106,6 +110,8 @@ class PermissionPolicy:
             return Decision("allow")
         if self.mode == "acceptEdits" and kind == "edit":
             return Decision("allow")
+        if server := mcp_server(tool):
+            return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
         return Decision("ask", f"{tool} needs approval in {self.mode} mode")
 
     def _rules_and_mode(self, tool: str, kind: str, args: dict[str, Any]) -> Decision | None:
@@ -118,6 +124,8 @@ class PermissionPolicy:
         if self.mode == "bypassPermissions":
             return Decision("allow")
         if self.mode == "plan" and kind in ("edit", "execute"):
+            if mcp_server(tool) and self._hits([*self.allow, *self.session_allow], tool, args):
+                return Decision("allow")  # an MCP tool an allow rule names (its server is not asked otherwise)
             return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
         return None
 
@@ -141,7 +149,7 @@ class PermissionPolicy:
     def _denied(self, tool: str, args: dict[str, Any]) -> Rule | Literal["maybe", "no"]:
         """The deny rule that matches the call (named in the denial, so the person knows
         which one to change), "maybe" for a command that cannot be read fully, or "no"."""
-        whole = [r for r in self.deny if r.tool == tool and r.spec is None]
+        whole = [r for r in self.deny if r.names_tool(tool)]
         if whole:
             return whole[0]
         family = rule_tools(tool, deny=True)
@@ -161,7 +169,7 @@ class PermissionPolicy:
         return next((r for r in rules if r.matches_path(path)), "no") if path is not None else "no"
 
     def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any]) -> bool:
-        if any(r.tool == tool and r.spec is None for r in rules):
+        if any(r.names_tool(tool) for r in rules):
             return True
         family = rule_tools(tool, deny=False)
         rules = [r for r in rules if r.tool in family and r.spec is not None]
@@ -172,6 +180,17 @@ class PermissionPolicy:
             return isinstance(command, str) and command_allowed(analyse(command), rules)
         path = self._path_subject(tool, args)
         return path is not None and any(r.matches_path(path) for r in rules)
+
+    def hides(self, tool: str) -> bool:
+        """Whether a deny rule names the whole tool, so the model is not even shown it
+        (for MCP tools: `mcp__server`, `mcp__server__*`, `mcp__server__tool`)."""
+        return any(r.names_tool(tool) for r in self.deny)
+
+    @staticmethod
+    def server_rule(tool: str) -> str:
+        """The rule "yes, and don't ask again for all tools of this server" adds; "" for a
+        tool that is not an MCP server's."""
+        return mcp_server_rule(tool)
 
     def suggest_rule(self, tool: str, args: dict[str, Any]) -> str:
         """The rule that "yes, and don't ask again" adds: narrow, but useful next time.

@@ -73,6 +73,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             tooltip="Run it, and add the shown rule for this session",
             priority=True,
         ),
+        Binding(
+            "s",
+            "answer('always_server')",
+            "Always (server)",
+            tooltip="Run it, and allow every tool of this MCP server for this session",
+            priority=True,
+        ),
         Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops", priority=True),
         Binding(
             "f",
@@ -101,6 +108,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self._preview_rows = 0
         self.fitted = False
         """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`s` (all tools of this server) only for an MCP server's tool."""
+        if action == "answer" and parameters == ("always_server",):
+            return bool(self.request.server_rule)
+        return True
 
     @property
     def asking(self) -> bool:
@@ -148,12 +161,24 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def _options(self) -> list[Option]:
         rule = one_line(self.request.suggested_rule)
+        server_rule = one_line(self.request.server_rule)
+        server = [
+            Option(
+                Content.assemble(
+                    ("s ", "bold"),
+                    "Yes, and don't ask again for all tools of this server ",
+                    (server_rule, "bold $text-accent"),
+                ),
+                id="always_server",
+            )
+        ]
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
                 Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
                 id="always",
             ),
+            *(server if server_rule else []),
             Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
             Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
         ]
@@ -244,6 +269,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             self.dismiss(ApprovalAnswer("yes"))
         elif decision == "always":
             self.dismiss(ApprovalAnswer("always"))
+        elif decision == "always_server":
+            if not self.request.server_rule:  # not an MCP tool: `s` means nothing here
+                return
+            self.dismiss(ApprovalAnswer("always_server"))
         else:
             self.dismiss(ApprovalAnswer("no"))
 
