@@ -30,6 +30,9 @@ from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
 from .hooks.wiring import SessionSource, ShellHooks
 from .lifecycle import Lifecycle
+from .mcp.manager import McpManager
+from .mcp.server import McpServer
+from .mcp.tools import SCHEMA_SHARE, ToolSet
 from .model.base import ChatModel, Message, StreamItem
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
@@ -140,8 +143,22 @@ class Runtime:
         )
         task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
         self.system = build_system_context(config.workspace, task_line)
-        self.tools = build_tools(config.tasks_version)
         self.session = session
+        # The API key variables stay out of every command's environment (and every MCP server's).
+        self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
+        self.mcp = McpManager(
+            config.mcp_servers,
+            workspace=config.workspace,
+            hidden_env=self.hidden_env,
+            log_dir=self._mcp_log_dir(),
+            allow_project=config.allow_project_mcp,
+        )
+        self.tools = ToolSet(
+            build_tools(config.tasks_version),
+            self.mcp,
+            schema_room=lambda: self.budget.window * SCHEMA_SHARE * self.counter.chars_per_token,
+            hidden=self.permissions.hides,
+        )
         self._open_task_files()
         self.hooks = ShellHooks(
             HookRunner(
@@ -152,6 +169,40 @@ class Runtime:
             )
         )
         self.agent = self._make_agent()
+
+    def _mcp_log_dir(self) -> Path:
+        """Where the MCP servers' stderr logs go: beside the session."""
+        return self.session.path.with_name(f"{self.session.id}.mcp")
+
+    # --- MCP servers ---------------------------------------------------------------------
+
+    def start_mcp(self) -> None:
+        """Connect the configured MCP servers in the background (on the running loop);
+        returns at once. Project servers the person has not accepted wait."""
+        self.mcp.start()
+
+    async def connect_mcp(self) -> list[McpServer]:
+        """Headless: start the servers and wait for them, at most their `startup_timeout_sec`;
+        returns those that are not up (failed, or project servers not accepted)."""
+        self.mcp.start()
+        await self.mcp.wait_settled(self.mcp.startup_limit())
+        return [s for s in self.mcp.servers if s.state not in ("connected", "disabled")]
+
+    async def stop_mcp(self) -> None:
+        """Stop every MCP server and its process group (quit, the end of `-p`)."""
+        await self.mcp.stop()
+
+    async def restart_mcp(self) -> None:
+        """A new or resumed session: the servers start again, logging beside it."""
+        self.mcp.set_log_dir(self._mcp_log_dir())
+        await self.mcp.restart_all()
+
+    def mcp_report(self) -> list[dict[str, Any]]:
+        """Each server for JSON output: name, where it came from, state, why, tool count."""
+        return [
+            {"name": s.name, "source": s.spec.source, "state": s.state, "reason": s.reason, "tools": len(s.tools)}
+            for s in self.mcp.servers
+        ]
 
     def _open_task_files(self) -> None:
         """The session's task list and record of changes, finishing an interrupted rewind."""
@@ -336,7 +387,9 @@ class Runtime:
         return self.permissions.cycle_mode()
 
     def close(self) -> None:
-        """Let go of the session (its lock); the runtime is not used after."""
+        """Let go of the session (its lock); the runtime is not used after. Any MCP server
+        still running (its loop ended without stopping it) is killed with its group."""
+        self.mcp.kill_now()
         self.session.close()
 
     def set_approver(self, approver: Approver | None) -> None:
@@ -460,9 +513,8 @@ class Runtime:
             system_prompt=self.system.prompt,
             session=self.session,
             approver=self.approver,
-            # The API key variables stay out of every command's environment.
             tasks=self.store,
-            hidden_env=frozenset({*HIDDEN_ENV, self.config.api_key_env}),
+            hidden_env=self.hidden_env,
             lifecycle=lifecycle,
             options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
             budget=self.budget,

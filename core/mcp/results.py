@@ -1,10 +1,10 @@
 """An MCP call's result as the model reads it.
 
-Text content as it is; structured content as JSON text (unless a text part already says
-the same); images and audio as a placeholder naming their type and size; resource links
-as their URI. `is_error` results reach the model as errors. A result longer than Bash's
-cap (its first and last 15,000 characters) is cut in the middle with a note, and the whole
-text is kept in a file beside the session, which the note names so the model can Read it.
+Text content as it is; structured content as JSON text (when no text part carries it);
+images and audio as a placeholder naming their type and size; resource links as their
+URI. `is_error` results reach the model as errors. A result longer than Bash's cap (its
+first and last 15,000 characters) is cut in the middle with a note, and the whole text is
+kept in a file beside the session, which the note names so the model can Read it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from ..atomic import atomic_write
 from .remote import CallResult, Part
@@ -34,19 +33,13 @@ def _placeholder(part: Part) -> str:
     return f"[resource{label}: {part.uri}{(' (' + part.mime + size + ')') if part.mime else ''}]"
 
 
-def _same_json(text: str, value: Any) -> bool:
-    try:
-        return bool(json.loads(text) == value)
-    except ValueError:
-        return False
-
-
 def render(result: CallResult) -> str:
     """The whole result as text (before any cut)."""
     pieces = [part.text if part.kind == "text" else _placeholder(part) for part in result.parts]
-    structured = result.structured
-    if structured is not None and not any(p.kind == "text" and _same_json(p.text, structured) for p in result.parts):
-        pieces.append(json.dumps(structured, ensure_ascii=False, indent=2))
+    # The spec has a server send its structured content as text too (for older clients);
+    # only when it did not is the structured content the result's text.
+    if result.structured is not None and not any(p.kind == "text" for p in result.parts):
+        pieces.append(json.dumps(result.structured, ensure_ascii=False, indent=2))
     text = "\n".join(pieces)
     return text if text.strip() else "(no output)"
 
