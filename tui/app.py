@@ -235,9 +235,11 @@ class TodoAgentApp(App[int]):
         if start is not None:  # the base of the stack (Textual cannot switch that one away): emptied
             start.remove_children()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self.broker.attach(None)
         self._release_signals()
+        if self.runtime is not None:  # quit, a closed terminal, SIGTERM: no MCP server outlives the app
+            await self.runtime.stop_mcp()
 
     async def on_event(self, event: events.Event) -> None:
         stack = self.screen_stack

@@ -234,6 +234,9 @@ class BatchRunner:
         # The model's own words for why (Bash's `description`) say more than the shortened command.
         description = item.args.get("description")
         summary = description.strip() if isinstance(description, str) and description.strip() else ""
+        if server_rule := self.deps.permissions.server_rule(item.call.name):  # its own arguments are the preview
+            server = server_rule.removeprefix("mcp__")
+            summary = f"MCP server {server} · tool {item.call.name.removeprefix(server_rule + '__')}"
         request = ApprovalRequest(
             tool=item.tool.name,
             arguments=item.args,
