@@ -38,6 +38,8 @@ State = Literal["disabled", "untrusted", "starting", "connected", "failed", "sto
 
 STOP_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL for a server's process group."""
+EXIT_POLL = 0.25
+"""Seconds between looks at whether a local server's process still runs."""
 CALL_SLACK = 5.0
 """Seconds past `tool_timeout_sec` after which a call is abandoned even if the SDK has not
 given up (its own timeout sends the server a cancel first)."""
@@ -82,6 +84,7 @@ class McpServer:
         self._restarts = 0
         self._stopping = False
         self._timed_out = False
+        self._exited = False
         if spec.problem:
             self.state, self.reason = "failed", spec.problem
 
@@ -130,17 +133,21 @@ class McpServer:
         self.started_at = time.monotonic()
         self._lost = False
         self._timed_out = False
+        self._exited = False
         try:
             target = await self._target()
             runner = Runner(target, on_tools=self._listed)
             self._runner = runner
             if self._stopping:
                 runner.stop()
-            watchdog = asyncio.create_task(self._watch_start(runner))
+            watchdogs = [asyncio.create_task(self._watch_start(runner)), asyncio.create_task(self._watch_exit(runner))]
             try:
                 why = await runner.run()
             finally:
-                watchdog.cancel()
+                for watchdog in watchdogs:
+                    watchdog.cancel()
+            if self._exited and not self._stopping:
+                why = "the server exited"
             if self._timed_out:
                 self._set(
                     "failed", f"it did not finish starting within {self.spec.startup_timeout:g} s (startup_timeout_sec)"
@@ -191,6 +198,18 @@ class McpServer:
             if self.stderr.pid is not None:
                 signal_group(self.stderr.pid, signal.SIGTERM)
             runner.stop()
+
+    async def _watch_exit(self, runner: Runner) -> None:
+        """Notice the server's own process exiting. Its pipes may not tell: a child it
+        started holds them open (then the SDK would wait for ever, and the child live on)."""
+        await self.stderr.spawned.wait()
+        pid = self.stderr.pid
+        while pid is not None:
+            await asyncio.sleep(EXIT_POLL)
+            if not process_alive(pid):
+                self._exited = True
+                runner.stop()
+                return
 
     def _listed(self, tools: list[RemoteTool]) -> None:
         offered = [t for t in tools if self.spec.wants_tool(t.name)]
@@ -270,6 +289,23 @@ class McpServer:
             raise
         self._restarts = 0  # it works again: a later crash is restarted once more
         return result
+
+
+def process_alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped (read from /proc where there is one)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state != "Z"
 
 
 def _group_alive(pgid: int) -> bool:

@@ -84,10 +84,17 @@ def complain(text: str) -> str:
     return "said it"
 
 
+STDOUT_COPY: list[int] = []
+"""A copy of the stdout the protocol runs on, taken before the SDK moves it."""
+
+
 @server.tool()
-def spawn_child() -> str:
-    """Start a child that sleeps (in the server's process group) and give its pid."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+def spawn_child(hold_stdout: bool = False) -> str:
+    """Start a child that sleeps (in the server's process group) and give its pid;
+    `hold_stdout`: the child keeps the protocol's stdout open (so no end of file tells
+    the client when this server dies)."""
+    keep = tuple(STDOUT_COPY) if hold_stdout else ()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], pass_fds=keep)
     _note(f"child-{child.pid}", str(child.pid))
     return str(child.pid)
 
@@ -119,6 +126,7 @@ def main() -> None:
     delay = float(os.environ.get("TEST_SERVER_DELAY", "0"))
     if delay:
         time.sleep(delay)
+    STDOUT_COPY.append(os.dup(1))
     if sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
