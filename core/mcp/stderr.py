@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections import deque
 from pathlib import Path
 from typing import TextIO
@@ -35,6 +36,8 @@ class StderrLog:
         self.log_path = log_path
         self.lines: deque[str] = deque(maxlen=KEPT_LINES)
         self.pid: int | None = None
+        self.spawned_at = 0.0
+        """When the pid line arrived (`time.monotonic()`): the process runs."""
         self.spawned = asyncio.Event()
         """Set once the pid line arrived: the process runs."""
         self._partial = b""
@@ -87,6 +90,7 @@ class StderrLog:
         if self.pid is None and text.startswith(PID_MARK):
             with contextlib.suppress(ValueError):
                 self.pid = int(text[len(PID_MARK) :])
+                self.spawned_at = time.monotonic()
                 self.spawned.set()
                 self.release_write_end()
                 return

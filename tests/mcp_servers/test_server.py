@@ -127,6 +127,7 @@ def main() -> None:
     if delay:
         time.sleep(delay)
     STDOUT_COPY.append(os.dup(1))
+    _note(f"ready-{os.getpid()}", repr(time.monotonic()))  # the process is ready to serve (benchmarks)
     if sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
