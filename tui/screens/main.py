@@ -400,7 +400,9 @@ class MainScreen(Screen[None]):
 
     async def add_entry(self, entry: Entry) -> None:
         if isinstance(entry, ToolEntry):
-            self.status.set_activity(f"running {entry.name}")
+            self.status.set_activity(
+                f"running {entry.name}", timed=True
+            )  # the call's own time (an MCP call can be long)
         await self.conversation.add(entry)
 
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:

@@ -105,6 +105,7 @@ class StatusLine(Horizontal):
         if mode is not None:
             self.set_reactive(StatusLine.mode, mode)
         self._started = 0.0
+        self._activity_since: float | None = None
         self._timer: Timer | None = None
         self._activity = activity
         self._waiting: str | None = None
@@ -165,8 +166,11 @@ class StatusLine(Horizontal):
                 self._timer = self.set_interval(1, self._fit)
         self._fit()
 
-    def set_activity(self, text: str) -> None:
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
+        """`timed`: the clock counts from now (a tool call's own time) instead of from the
+        start of the turn, until the next activity."""
         self._activity = text
+        self._activity_since = self.clock() if timed else None
         self._fit()
 
     def set_waiting(self, tool: str | None) -> None:
@@ -183,7 +187,7 @@ class StatusLine(Horizontal):
         what = f"approval · {self._waiting}" if self._waiting else self._activity
         if not self.busy:
             return [_Wording(what, f"{mode} (shift+tab)"), _Wording(what, mode)]
-        since = self._waiting_since if self._waiting else self._started
+        since = self._waiting_since if self._waiting else (self._activity_since or self._started)
         elapsed = format_seconds(self.clock() - since) if self._timer is not None else "0s"
         # While the modal is open, esc answers it ("no") rather than interrupting.
         if self._waiting:
