@@ -68,7 +68,6 @@ class McpManager:
         """The session changed (`/new`, resume): later runs log beside the new one."""
         for server in self.servers:
             server.log_path = self._log_path(log_dir, server.name)
-            server.stderr.log_path = server.log_path if server.stderr.log_path is not None else None
 
     @property
     def configured(self) -> bool:

@@ -21,7 +21,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -316,8 +316,3 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def describe_env(env: Mapping[str, str]) -> str:
-    """Env names only (values may be secrets), for `/mcp` and the trust question."""
-    return ", ".join(sorted(env))

@@ -111,7 +111,8 @@ class ToolSet(Sequence[Tool]):
     def mcp_tools(self) -> list[Tool]:
         """Every MCP tool the model may call (shown or not), deny rules applied."""
         found = self.manager.tools()
-        key = tuple(id(server.tools) for _, server, _ in found)
+        # The cached tools hold the listed ones, so their ids stay theirs while cached.
+        key = tuple(id(tool) for _, _, tool in found)
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, [mcp_tool(self.manager, n, s, t) for n, s, t in found])
         return [tool for tool in self._cache[1] if not self.hidden(tool.name)]
