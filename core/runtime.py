@@ -13,6 +13,7 @@ context window, when no `context_window` is set, and its model, when none was ch
 from __future__ import annotations
 
 import asyncio
+import glob
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from .hooks.trust import is_trusted, trust
 from .hooks.wiring import SessionSource, ShellHooks
 from .lifecycle import Lifecycle
 from .mcp.manager import McpManager
+from .mcp.results import results_dir
 from .mcp.server import McpServer
 from .mcp.tools import SCHEMA_SHARE, ToolSet
 from .model.base import ChatModel, Message, StreamItem
@@ -38,6 +40,7 @@ from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
+from .permissions.rules import Rule
 from .session.directory import SessionInfo, find_session, latest_session, list_sessions
 from .session.transcript import Session, TranscriptItem
 from .settings import Config, project_settings_path
@@ -138,6 +141,7 @@ class Runtime:
         self.server_notices: list[Notice] = []
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
+        self._results_rule: Rule | None = None
         self.permissions = PermissionPolicy.from_strings(
             config.workspace, config.permission_mode, config.allow, config.deny
         )
@@ -169,6 +173,15 @@ class Runtime:
             )
         )
         self.agent = self._make_agent()
+
+    def _allow_reading_results(self) -> None:
+        """The whole text of a cut MCP result is kept beside the session for the model to
+        Read (`core/mcp/results.py`): reading there is allowed, as reading the project is."""
+        if self._results_rule is not None and self._results_rule in self.permissions.allow:
+            self.permissions.allow.remove(self._results_rule)
+        directory = results_dir(self.session.path, self.session.id)
+        self._results_rule = Rule.parse(f"Read({glob.escape(directory.as_posix())}/**)")
+        self.permissions.allow.append(self._results_rule)
 
     def _mcp_log_dir(self) -> Path:
         """Where the MCP servers' stderr logs go: beside the session."""
@@ -207,6 +220,8 @@ class Runtime:
     def _open_task_files(self) -> None:
         """The session's task list and record of changes, finishing an interrupted rewind."""
         self.store = TaskStore.load(self.session.tasks_path)
+        if self.mcp.configured:
+            self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
         self.recovered = rewind.recover(self.changes, self.store)
 

@@ -173,3 +173,23 @@ def test_trust_is_keyed_by_what_would_run(workspace: Path) -> None:
     write(workspace / ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "${BIN}", "args": ["--safe"]}}}))
     one = load_config(workspace, env={"BIN": "a"}).mcp_servers[0].fingerprint()
     assert one == load_config(workspace, env={"BIN": "b"}).mcp_servers[0].fingerprint()
+
+
+def test_the_kept_results_of_the_session_may_be_read_without_asking(workspace: Path) -> None:
+    from todo_agent.core.mcp.results import results_dir
+    from todo_agent.core.runtime import Runtime
+
+    write(user_settings_path(), '[mcp_servers.s]\ncommand = "srv"\n')
+    runtime = Runtime.create(load_config(workspace, env={}))
+    try:
+        kept = results_dir(runtime.session.path, runtime.session.id) / "call_1.txt"
+        assert runtime.permissions.decide("Read", "read", {"file_path": str(kept)}).verdict == "allow"
+        beside = runtime.session.path.with_name("other.txt")
+        assert runtime.permissions.decide("Read", "read", {"file_path": str(beside)}).verdict == "ask"
+        runtime.new_session()  # the rule follows the session
+        assert runtime.permissions.decide("Read", "read", {"file_path": str(kept)}).verdict == "ask"
+        again = results_dir(runtime.session.path, runtime.session.id) / "call_1.txt"
+        assert runtime.permissions.decide("Read", "read", {"file_path": str(again)}).verdict == "allow"
+        assert runtime.permissions.decide("Edit", "edit", {"file_path": str(again)}).verdict == "ask"
+    finally:
+        runtime.close()

@@ -16,6 +16,12 @@ from pathlib import Path
 from ..atomic import atomic_write
 from .remote import CallResult, Part
 
+
+def results_dir(session_path: Path, session_id: str) -> Path:
+    """Where the whole text of a session's cut results is kept."""
+    return session_path.with_name(f"{session_id}.mcp-results")
+
+
 HEAD_CHARS = 15_000
 TAIL_CHARS = 15_000
 """As Bash keeps (`core/tools/bash.py`: 15,000 bytes each end)."""

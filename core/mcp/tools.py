@@ -72,7 +72,7 @@ def mcp_tool(manager: McpManager, name: str, server: McpServer, tool: RemoteTool
         text = results.render(result)
         keep = None
         if ctx.session is not None:
-            keep = ctx.session.path.with_name(f"{ctx.session.id}.mcp-results") / f"{_file_name(ctx.call_id)}.txt"
+            keep = results.results_dir(ctx.session.path, ctx.session.id) / f"{_file_name(ctx.call_id)}.txt"
         return ToolResult(results.cap(text, keep), is_error=result.is_error)
 
     return Tool(
