@@ -31,6 +31,7 @@ from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
 from .hooks.wiring import SessionSource, ShellHooks
 from .lifecycle import Lifecycle
+from .mcp.images import images_provider
 from .mcp.manager import McpManager
 from .mcp.results import results_dir
 from .mcp.server import McpServer
@@ -156,6 +157,7 @@ class Runtime:
             hidden_env=self.hidden_env,
             log_dir=self._mcp_log_dir(),
             allow_project=config.allow_project_mcp,
+            images=config.images,
         )
         self.tools = ToolSet(
             build_tools(config.tasks_version),
@@ -514,7 +516,10 @@ class Runtime:
         self.counter.forget()
         taken, recorded = change_observers(self.changes, self.store)
         lifecycle = Lifecycle(
-            before_request=[task_reminder_provider(self.store, self.config.reminder_interval)],
+            before_request=[
+                task_reminder_provider(self.store, self.config.reminder_interval),
+                *([images_provider(self.mcp.pending_images)] if self.mcp.images else []),
+            ],
             turn_end=[unfinished_stop_check(self.store)],
             tool_done=[attribution_observer(self.store), recorded],
             tool_start=[taken],

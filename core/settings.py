@@ -62,6 +62,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "hooks": dict,
     "allow_project_hooks": bool,
     "allow_project_mcp": bool,
+    "images": bool,
     "mcp_servers": dict,
     "ui": dict,
 }
@@ -232,6 +233,8 @@ class Config:
     """MCP servers from `--mcp-config`, the project file, `.mcp.json` and the user file (`core/mcp/config.py`)."""
     allow_project_mcp: bool = False
     """Start the project's MCP servers without asking (user file key, or `--allow-project-mcp`)."""
+    images: bool = False
+    """The model accepts images: an MCP tool's images follow its result (`core/mcp/images.py`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
 
@@ -374,4 +377,5 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.deny = list(permissions.get("deny", []))
     config.allow_project_hooks = data.get("allow_project_hooks", config.allow_project_hooks)
     config.allow_project_mcp = data.get("allow_project_mcp", config.allow_project_mcp)
+    config.images = data.get("images", config.images)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)

@@ -281,3 +281,44 @@ async def test_tool_search_stands_in_when_schemas_exceed_the_share(
     assert "mcp__t__picture" in [t.name for t in tools] and "No such tool: mcp__t__nope" in loaded.output
     with pytest.raises(ToolError):
         await search.run({}, ToolContext("c", workspace))
+
+
+@pytest.mark.parametrize("images", [True, False])
+async def test_an_mcp_tools_image_follows_its_result_for_a_model_that_accepts_images(
+    workspace: Path, notes: Path, images: bool
+) -> None:
+    from contextlib import aclosing
+
+    from todo_agent.core.model.scripted import ScriptedModel
+    from todo_agent.core.runtime import Runtime
+    from todo_agent.core.settings import Config
+
+    config = Config(
+        workspace=workspace,
+        model="script:x",
+        permission_mode="bypassPermissions",
+        mcp_servers=[stdio_spec("t", notes)],
+        images=images,
+    )
+    model = ScriptedModel.from_data([{"tool_calls": [{"name": "mcp__t__picture", "arguments": {}}]}, "a red dot"])
+    runtime = Runtime.create(config, model=model)
+    try:
+        assert await runtime.connect_mcp() == []
+        async with aclosing(runtime.run_turn("look")) as events:
+            async for _ in events:
+                pass
+        second = model.requests[1]
+        (at,) = [i for i, m in enumerate(second) if m["role"] == "tool"]
+        assert second[at]["content"] == "[image: image/png, 70 bytes]"
+        after = second[at + 1 :]
+        if images:
+            (message,) = after
+            parts = message["content"]
+            assert message["role"] == "user" and parts[0]["text"].startswith("<system-reminder>")
+            assert "mcp__t__picture" in parts[0]["text"]
+            assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+        else:
+            assert after == []
+    finally:
+        await runtime.stop_mcp()
+        runtime.close()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .config import ServerSpec
+from .images import Image
 from .names import unique_parts
 from .remote import CallFailed, CallResult, RemoteTool
 from .server import McpServer
@@ -33,9 +34,14 @@ class McpManager:
         hidden_env: frozenset[str] = frozenset(),
         log_dir: Path | None = None,
         allow_project: bool = False,
+        images: bool = False,
     ) -> None:
-        """`allow_project`: start project servers without asking (`--allow-project-mcp`)."""
+        """`allow_project`: start project servers without asking (`--allow-project-mcp`);
+        `images`: the model accepts images (an MCP tool's images follow its result)."""
         self.workspace = workspace
+        self.images = images
+        self.pending_images: list[Image] = []
+        """Images that MCP calls returned, for the next request (`images.py`)."""
         self.listeners: list[Listener] = []
         self.loaded: set[str] = set()
         """MCP tools the model loaded with MCPSearch (when not all are sent)."""

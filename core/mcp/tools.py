@@ -23,6 +23,7 @@ from ..tools.base import Tool, short
 from ..tools.context import ToolContext
 from ..tools.results import ToolError, ToolResult
 from . import results
+from .images import Image, fits
 from .manager import McpManager
 from .remote import CallFailed, RemoteTool
 from .server import McpServer
@@ -69,6 +70,9 @@ def mcp_tool(manager: McpManager, name: str, server: McpServer, tool: RemoteTool
             result = await manager.call(name, arguments)
         except CallFailed as exc:
             raise ToolError(str(exc)) from exc
+        if manager.images:
+            found = [Image(name, ctx.call_id, p.mime, p.data, p.size) for p in result.parts if p.kind == "image"]
+            manager.pending_images += [image for image in found if fits(image)]
         text = results.render(result)
         keep = None
         if ctx.session is not None:
