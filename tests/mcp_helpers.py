@@ -55,9 +55,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(notes: Path) -> Iterator[str]:
+def http_server(notes: Path, port: int | None = None) -> Iterator[str]:
     """The test server on Streamable HTTP; yields its URL."""
-    port = free_port()
+    port = port or free_port()
     env = dict(os.environ) | {"TEST_SERVER_DIR": str(notes)}
     process = subprocess.Popen(
         [sys.executable, str(TEST_SERVER), "http", str(port)],

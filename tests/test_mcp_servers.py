@@ -322,3 +322,15 @@ async def test_an_mcp_tools_image_follows_its_result_for_a_model_that_accepts_im
     finally:
         await runtime.stop_mcp()
         runtime.close()
+
+
+async def test_an_http_server_that_went_away_is_reconnected_at_the_next_call(managers: Managers, notes: Path) -> None:
+    with http_server(notes) as url:
+        manager = await connected(managers(ServerSpec("web", "user", "test", "http", url=url)))
+        assert (await manager.call("mcp__web__echo", {"text": "one"})).parts[0].text == "one"
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with pytest.raises(CallFailed):
+        await manager.call("mcp__web__echo", {"text": "nobody there"})
+    with http_server(notes, port):
+        assert (await manager.call("mcp__web__echo", {"text": "two"})).parts[0].text == "two"
+        await manager.stop()
