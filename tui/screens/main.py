@@ -219,8 +219,11 @@ class MainScreen(Screen[None]):
             text = f"MCP server {server.name} failed: {server.reason} (/mcp shows it; /mcp reconnect {server.name})"
             self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
 
-    def _ask_mcp_trust(self) -> None:
+    def _ask_mcp_trust(self, *, asked: bool = False) -> None:
+        """`asked`: by `/mcp trust` (say so when nothing waits)."""
         waiting = self.runtime.mcp.untrusted()
+        if not waiting and asked:
+            self.call_later(self.conversation.add, NoticeEntry("no project MCP server is waiting to be accepted"))
         if waiting:
             screen = McpTrustScreen([s.spec for s in waiting])
             self.app.push_screen(screen, callback=lambda accepted: self._mcp_trust_answered(waiting, accepted))
@@ -243,7 +246,7 @@ class MainScreen(Screen[None]):
         """`/mcp reconnect|enable|disable NAME` and `/mcp trust`, off the prompt's way."""
         mcp = self.runtime.mcp
         if action == "trust":
-            self._ask_mcp_trust()
+            self._ask_mcp_trust(asked=True)
             return
         server = mcp.find(name)
         if server is None:

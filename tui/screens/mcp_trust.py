@@ -6,6 +6,10 @@ not accepted (or that changed since: command, args, env, cwd, url or headers) ar
 here, with what each would run. Dismisses with True (start them, and remember exactly
 these for this project) or False (not this session; asked again next time). `escape` is no.
 Env and header values are not shown (they may be secrets); their names are.
+
+It can open while the person is typing a prompt: keys typed before it was on screen, or
+within `TYPING_GRACE` of it, are not taken as an answer (a `y` in "yes, fix it" must not
+start a repository's commands).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from textual._time import get_time
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -23,6 +28,9 @@ from textual.widgets import Footer, Static
 from todo_agent.core.mcp.config import ServerSpec
 
 from ..sanitize import sanitize
+
+TYPING_GRACE = 0.5
+"""Seconds after the question appears during which keys are taken as typing, not answers."""
 
 
 def server_lines(spec: ServerSpec) -> Content:
@@ -54,6 +62,10 @@ class McpTrustScreen(ModalScreen[bool]):
     def __init__(self, servers: Sequence[ServerSpec]) -> None:
         super().__init__()
         self.servers = list(servers)
+        self.shown_at = float("inf")
+
+    def on_mount(self) -> None:
+        self.shown_at = get_time()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="mcp-trust-dialog") as dialog:
@@ -78,4 +90,6 @@ class McpTrustScreen(ModalScreen[bool]):
         yield Footer()
 
     def action_answer(self, accepted: bool) -> None:
+        if get_time() < self.shown_at + TYPING_GRACE:  # typed for the prompt, not read here
+            return
         self.dismiss(accepted)
