@@ -107,3 +107,27 @@ def test_the_answers_rules(workspace: Path) -> None:
     gate.add_session_rule(gate.server_rule(TOOL))
     assert gate.decide("mcp__github__list_prs", "execute", {}).verdict == "allow"
     assert gate.decide("mcp__gitlab__list_prs", "execute", {}).verdict == "ask"
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ({"type": "object"}, {"type": "object", "properties": {}}),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "ghost", 3]},
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+        ),
+        ({"type": "array"}, None),
+        ({"type": "object", "properties": ["a"]}, None),
+        ({"type": "object", "properties": {"a": "string"}}, None),
+        ({"type": "object", "properties": {f"p{i}": {"description": "x" * 100} for i in range(600)}}, None),
+    ],
+)
+def test_a_servers_schema_is_made_safe_to_send(given: dict[str, object], sent: dict[str, object] | None) -> None:
+    """One schema the API refuses fails the whole request, every request after it too."""
+    from todo_agent.core.mcp.remote import RemoteTool
+    from todo_agent.core.mcp.tools import OPEN_SCHEMA, _description, _schema
+
+    tool = RemoteTool("t", "Does t.", given)
+    assert _schema(tool) == (sent if sent is not None else OPEN_SCHEMA)
+    assert ("could not be used" in _description(type("S", (), {"name": "s"})(), tool)) == (sent is None)  # type: ignore[arg-type]

@@ -32,6 +32,9 @@ MAX_DESCRIPTION = 1_000
 """Characters of a server's tool description kept (some servers send whole manuals)."""
 SCHEMA_SHARE = 0.1
 """MCP schemas may take this share of the context window before MCPSearch replaces them."""
+MAX_SCHEMA = 50_000
+"""Characters of one tool's schema at most (larger: an open object schema)."""
+OPEN_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
 SEARCH_NAME = "MCPSearch"
 SEARCH_RESULTS = 5
 
@@ -49,14 +52,34 @@ def _description(server: McpServer, tool: RemoteTool) -> str:
     text = " ".join(tool.description.split()) if tool.description else f"The {tool.name} tool."
     if len(text) > MAX_DESCRIPTION:
         text = text[: MAX_DESCRIPTION - 1] + "…"
+    if _schema(tool) == OPEN_SCHEMA and tool.input_schema != OPEN_SCHEMA:
+        text += " (Its argument schema could not be used; pass the arguments its description names.)"
     return f"{text} (MCP server {server.name}, tool {tool.name})"
 
 
 def _schema(tool: RemoteTool) -> dict[str, Any]:
+    """The server's schema, made safe to send: a request with one schema the API refuses
+    fails whole, so a malformed or huge one becomes an open object schema (the
+    description says so), and `required` names only properties that exist."""
     schema = dict(tool.input_schema)
-    if schema.get("type") != "object":
-        return {"type": "object", "properties": {}}
-    schema.setdefault("properties", {})
+    properties = schema.get("properties", {})
+    try:
+        size = len(json.dumps(schema))
+    except (TypeError, ValueError):
+        size = MAX_SCHEMA + 1
+    if (
+        schema.get("type") != "object"
+        or not isinstance(properties, dict)
+        or not all(isinstance(p, dict) for p in properties.values())
+        or size > MAX_SCHEMA
+    ):
+        return dict(OPEN_SCHEMA)
+    schema["properties"] = properties
+    required = schema.get("required")
+    if required is not None:
+        schema["required"] = (
+            [r for r in required if isinstance(r, str) and r in properties] if isinstance(required, list) else []
+        )
     return schema
 
 
