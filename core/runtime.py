@@ -360,8 +360,12 @@ class Runtime:
         }
 
     def context_usage(self) -> tuple[int, int | None]:
-        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`)."""
-        return self.agent.context_tokens, self.budget.window
+        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`). With MCP
+        servers, what the next request would take: their tools join between requests."""
+        used = self.agent.context_tokens
+        if self.mcp.configured:
+            used = max(used, self.agent.prompt_estimate())
+        return used, self.budget.window
 
     def fit_problem(self) -> str | None:
         """Why the window cannot hold the fixed prompt plus room to work, when it cannot."""

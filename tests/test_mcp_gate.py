@@ -131,3 +131,19 @@ def test_a_servers_schema_is_made_safe_to_send(given: dict[str, object], sent: d
     tool = RemoteTool("t", "Does t.", given)
     assert _schema(tool) == (sent if sent is not None else OPEN_SCHEMA)
     assert ("could not be used" in _description(type("S", (), {"name": "s"})(), tool)) == (sent is None)  # type: ignore[arg-type]
+
+
+def test_tools_that_join_after_a_measured_request_count_in_the_next_estimate() -> None:
+    """An MCP server that comes up between requests adds its schemas to the next prompt."""
+    from todo_agent.core.model.base import ModelUsage
+    from todo_agent.core.window.tokens import TokenCounter
+
+    counter = TokenCounter()
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]
+    builtin = [{"type": "function", "function": {"name": "Read", "parameters": {}}}]
+    counter.observe(messages, builtin, ModelUsage(prompt_tokens=1000, completion_tokens=10))
+    after = [*messages, {"role": "assistant", "content": "hello"}]
+    before = counter.prompt_tokens(after, builtin)
+    mcp = [{"type": "function", "function": {"name": f"mcp__s__t{i}", "description": "x" * 350}} for i in range(10)]
+    grown = counter.prompt_tokens(after, [*builtin, *mcp])
+    assert grown - before >= 1000  # ~3,700 characters of schemas, at 3.5 characters a token or less

@@ -215,6 +215,8 @@ class MainScreen(Screen[None]):
         if not self.is_attached:
             return
         self._show_mcp()
+        if server.state == "connected":  # its tools' schemas now take part of the window
+            self._show_context_usage()
         if server.state == "failed":
             text = f"MCP server {server.name} failed: {server.reason} (/mcp shows it; /mcp reconnect {server.name})"
             self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
