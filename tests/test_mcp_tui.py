@@ -29,7 +29,7 @@ async def trust_question(pilot: object, app: object) -> McpTrustScreen:
     """The question on screen, as if read for a while (keys right after it are typing)."""
     await wait_until(pilot, lambda: isinstance(app.screen, McpTrustScreen) and app.screen.shown_at < 1e18)  # type: ignore[arg-type, attr-defined]
     screen = app.screen  # type: ignore[attr-defined]
-    screen.shown_at -= 1.0
+    screen.shown_at -= 1000.0
     return screen  # type: ignore[no-any-return]
 
 
@@ -123,7 +123,12 @@ async def test_a_failing_server_is_said_and_listed_with_its_stderr(workspace: Pa
         await wait_until(pilot, lambda: "stderr: hanging on purpose" in screen_text(app))
 
 
-async def test_keys_typed_as_the_question_appears_do_not_answer_it(workspace: Path, notes: Path) -> None:
+async def test_keys_typed_as_the_question_appears_do_not_answer_it(
+    workspace: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from todo_agent.tui.screens import mcp_trust
+
+    monkeypatch.setattr(mcp_trust, "TYPING_GRACE", 600.0)  # "right after it appeared", however slow the machine
     app = make_app(workspace, [], mcp_servers=[stdio_spec("proj", notes, source="mcp.json")])
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, McpTrustScreen) and app.screen.shown_at < 1e18)
