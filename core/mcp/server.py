@@ -251,8 +251,10 @@ class McpServer:
             await asyncio.wait([task], timeout=1.0)
 
     def kill_now(self) -> None:
-        """SIGKILL the server's process group: the last resort, from anywhere."""
-        if self.stderr.pid is not None:
+        """SIGKILL the server's process group: the last resort, from anywhere. Only while
+        its owner has not finished: once it has, the group is gone and its number may
+        already be another's."""
+        if self.stderr.pid is not None and self.running:
             signal_group(self.stderr.pid, signal.SIGKILL)
 
     async def restart(self) -> None:
