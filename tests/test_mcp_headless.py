@@ -103,3 +103,14 @@ def test_project_servers_need_allow_project_mcp(workspace: Path, tmp_path: Path,
     assert {s["name"]: s["state"] for s in result["mcp_servers"]} == {"notes": "connected", "slow": "connected"}
     assert "test server starting" not in stderr  # the servers' stderr is theirs, not ours
     assert wait_gone(pids(notes)) == []
+
+
+def test_a_server_talking_garbage_is_one_line_and_nothing_of_its_output(workspace: Path, tmp_path: Path) -> None:
+    """Its stdout is not JSON-RPC: the SDK's complaint (with the line in it) stays out of stderr."""
+    garbage = "import sys, time; print('\\x1b[2J not json'); sys.stdout.flush(); time.sleep(5)"
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"bad": {"command": sys.executable, "args": ["-c", garbage]}}}))
+    result, stderr = run(workspace, tmp_path, ["done"], "--mcp-config", str(config))
+    assert result["mcp_servers"][0]["state"] == "failed"
+    assert "MCP server bad is not available: it did not complete the MCP handshake" in stderr
+    assert "Traceback" not in stderr and "\x1b" not in stderr and "not json" not in stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -334,3 +335,18 @@ async def test_an_http_server_that_went_away_is_reconnected_at_the_next_call(man
     with http_server(notes, port):
         assert (await manager.call("mcp__web__echo", {"text": "two"})).parts[0].text == "two"
         await manager.stop()
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ("import sys; print('no such database: prod', file=sys.stderr); sys.exit(2)", "no such database: prod"),
+        ("print('not json at all')", "it did not complete the MCP handshake"),
+    ],
+)
+async def test_a_server_that_exits_at_start_says_why(managers: Managers, script: str, said: str) -> None:
+    spec = ServerSpec("bad", "user", "test", "stdio", command=sys.executable, args=("-c", script))
+    manager = await connected(managers(spec))
+    (server,) = manager.servers
+    assert server.state == "failed" and said in server.reason
+    assert server.reason.startswith("it did not complete the MCP handshake")

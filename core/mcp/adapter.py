@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -34,6 +35,12 @@ from pydantic import ValidationError
 
 from .. import __version__
 from .remote import CallFailed, CallResult, ConnectFailed, Part, RemoteTool, Target
+
+# The SDK logs what a server got wrong (a line of stdout that is not JSON-RPC, with the
+# line in it) at ERROR: with no handler, Python would print it on stderr, over the app or
+# into `-p`'s output. What matters reaches the person as the server's state and reason.
+for _name in ("mcp", "mcp_types", "httpx2"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
 
 MAX_LIST_PAGES = 50
 """Pages of a tool listing read at most: a server whose cursor never ends cannot hang us."""

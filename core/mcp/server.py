@@ -158,7 +158,7 @@ class McpServer:
                 self._lost = True
                 self._set("failed", why)
         except ConnectFailed as exc:
-            self._set("stopped" if self._stopping else "failed", str(exc))
+            self._set("stopped" if self._stopping else "failed", await self._start_failure(str(exc)))
         except Exception as exc:  # a bug or a transport nobody foresaw: the server fails, the app goes on
             self._set("failed", f"{type(exc).__name__}: {exc}")
         finally:
@@ -187,6 +187,19 @@ class McpServer:
             cwd=str(cwd),
             errlog=errlog,
             startup_timeout=spec.startup_timeout,
+        )
+
+    async def _start_failure(self, why: str) -> str:
+        """Why it never came up, with its last stderr line when it wrote one (the SDK only
+        saw the connection close: a server that stops at once says why on stderr)."""
+        if self.stderr.pid is None:  # never ran (a bad command, an HTTP server not there)
+            return why
+        await self.stderr.close()  # what it wrote last is in the pipe still
+        last = self.stderr.tail(1)
+        return (
+            f"it did not complete the MCP handshake: {last[0]}"
+            if last
+            else f"it did not complete the MCP handshake ({why})"
         )
 
     async def _watch_start(self, runner: Runner) -> None:
