@@ -31,6 +31,7 @@ block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .tasks.model import Task
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class ToolRecord:
     is_error: bool
     call_id: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    writes: tuple[str, ...] = ()
+    """The paths the call writes, as its tool declared them (for the change record)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,10 @@ class TaskChange:
 
     event: Literal["TaskCreated", "TaskCompleted"]
     task: Task
+    """The task as the call would leave it."""
+    before: Task | None = None
+    """The task as it was (None: the call creates it). A matcher is tested against both
+    subjects: renaming a task in the call that completes it must not skip its hook."""
 
 
 Gate = Callable[[T], Awaitable[Verdict]]
@@ -158,16 +166,39 @@ class Lifecycle:
                 return text
         return None
 
-    async def notify_tool_start(self, record: ToolRecord) -> None:
+    async def notify_tool_start(self, record: ToolRecord) -> list[Event]:
+        """Tell the observers a call is about to run; an observer that fails is a warning
+        (what it failed at is a record, never the call or the turn)."""
+        events: list[Event] = []
         for observer in self.tool_start:
-            await observer(record)
+            try:
+                await observer(record)
+            except Exception as exc:
+                events.append(_observer_failed(record, exc))
+        return events
 
     async def notify_tool_done(self, record: ToolRecord) -> list[Event]:
-        events = [await observer(record) for observer in self.tool_done]
-        return [e for e in events if e is not None]
+        events: list[Event] = []
+        for observer in self.tool_done:
+            try:
+                event = await observer(record)
+            except Exception as exc:
+                event = _observer_failed(record, exc)
+            if event is not None:
+                events.append(event)
+        return events
 
     async def notify_before_compact(self, info: CompactInfo) -> list[Event]:
         return [event for observer in self.before_compact for event in await observer(info)]
+
+
+def _observer_failed(record: ToolRecord, exc: Exception) -> Event:
+    from .events import Notice
+
+    log.error("a tool observer failed on %s", record.name, exc_info=exc)
+    return Notice(
+        f"could not note this {record.name} call ({type(exc).__name__}: {exc}); it ran all the same", "warning"
+    )
 
 
 async def run_gates(gates: Sequence[Gate[T]], subject: T) -> Verdict:

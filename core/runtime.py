@@ -48,11 +48,19 @@ from .settings import Config, project_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
+from .terminal import reveal_line
 from .tools import bash, files, fs, search
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
-from .window.tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
+from .window.tokens import (
+    DEFAULT_WINDOW,
+    OPENAI_DEFAULT_WINDOW,
+    ContextBudget,
+    TokenCounter,
+    WindowSource,
+    unbelievable_window,
+)
 
 
 def create_model(
@@ -143,8 +151,9 @@ class Runtime:
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
         self._results_rule: Rule | None = None
+        builtin = build_tools(config.tasks_version)
         self.permissions = PermissionPolicy.from_strings(
-            config.workspace, config.permission_mode, config.allow, config.deny
+            config.workspace, config.permission_mode, config.allow, config.deny, builtin
         )
         task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
         self.system = build_system_context(config.workspace, task_line)
@@ -160,7 +169,7 @@ class Runtime:
             images=config.images,
         )
         self.tools = ToolSet(
-            build_tools(config.tasks_version),
+            builtin,
             self.mcp,
             schema_room=lambda: self.budget.window * SCHEMA_SHARE * self.counter.chars_per_token,
             hidden=self.permissions.hides,
@@ -337,7 +346,10 @@ class Runtime:
         waiting = self.untrusted_project_hooks
         if not waiting:
             return None
-        commands = "; ".join(f"{s.event}: {s.command}" for s in waiting)
+        # Every byte of each command, on one line: a control sequence would hide what follows it.
+        commands = "; ".join(
+            f"{s.event}{f' [{reveal_line(s.matcher)}]' if s.matcher else ''}: {reveal_line(s.command)}" for s in waiting
+        )
         return Notice(
             f"{len(waiting)} hook(s) in {project_settings_path(self.config.workspace)} not run: project hooks run "
             f"once you accept them in the TUI, or with --allow-project-hooks ({commands})",
@@ -452,6 +464,9 @@ class Runtime:
                            f"{info.model_ids[0]} (choose with --model)", "warning")
                 )  # fmt: skip
         window = info.window_for(self.config.model)
+        if window and (problem := unbelievable_window(window, "the server")) is not None:
+            notices.append(Notice(problem, "warning"))
+            window = None
         if window and self.budget.source != "setting":
             self.budget.window, self.budget.source = window, "server"
             notices.append(Notice(f"context window {window:,} tokens (from the server)"))

@@ -3,8 +3,13 @@
 Precedence, highest first: command-line flags, environment variables, the project file
 `.todo-agent/settings.toml`, the user file `<config dir>/todo-agent/settings.toml`, defaults.
 `[permissions]` lists add up across the two files instead of replacing each other.
-A broken settings file never stops the program: it is reported (path, line, what is
-wrong) and ignored as a whole, so a half-read file cannot half-apply.
+
+A file's deny rules are never dropped quietly. A file that cannot be read as TOML, or
+whose `[permissions]` table is wrong in any way, stops the program with its path, line
+and problem (`SettingsError`): running on without the rules it may hold would be running
+with fewer denials than the person wrote. Anything else that is wrong (an unknown key, a
+value of the wrong type, one bad `[[hooks.*]]` entry) is refused on its own with a
+warning that names it, and the rest of the file applies.
 
 A project file arrives with a cloned repository, so it is trusted less: it cannot set
 `permission_mode = "bypassPermissions"`, `base_url`, `api_key_env` or a `script:` model
@@ -33,13 +38,14 @@ from .mcp.config import (
     MCP_JSON,
     McpConfigError,
     ServerSpec,
-    check_servers_table,
     merge,
     read_flag_file,
     read_mcp_json,
     servers_from_table,
+    usable_servers,
 )
 from .permissions.modes import MODES, PermissionMode
+from .places import user_config_dir
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -73,31 +79,41 @@ class SettingsError(Exception):
 
 
 def user_settings_path() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("todo-agent", appauthor=False)) / "settings.toml"
+    return user_config_dir() / "settings.toml"
 
 
 def project_settings_path(workspace: Path) -> Path:
     return workspace / ".todo-agent" / "settings.toml"
 
 
-def read_settings_file(path: Path) -> dict[str, Any]:
-    """Parse and validate one file; raise SettingsError with path and line on any problem."""
+def read_settings_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Parse and validate one file: its usable settings, and a warning per setting or hook
+    entry refused. Raises SettingsError (path, line) for what would lose deny rules."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return {}, []
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read ({exc})") from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
-    problems = [p for key, value in data.items() if (p := _check(key, value))]
-    if problems:
-        raise SettingsError(f"{path}: " + "; ".join(problems))
-    return data
+    warnings: list[str] = []
+    for key, value in list(data.items()):
+        if key == "permissions":
+            if problem := _check(key, value):
+                raise SettingsError(f"{path}: {problem}")
+        elif key == "hooks" and isinstance(value, dict):
+            data[key] = _usable_hooks(value, lambda why: warnings.append(f"{path}: {why}; that hook is ignored"))
+        elif key == "mcp_servers" and isinstance(value, dict):
+            data[key] = usable_servers(value, lambda why: warnings.append(f"{path}: {why}; that server is ignored"))
+        elif problem := _check(key, value):
+            if isinstance(value, dict) and {"allow", "deny"} & set(value):
+                raise SettingsError(f"{path}: {problem}, and it holds permission rules (did you mean [permissions]?)")
+            warnings.append(f"{path}: {problem}; that setting is ignored")
+            del data[key]
+    return data, warnings
 
 
 def _check(key: str, value: Any) -> str | None:
@@ -127,36 +143,43 @@ def _check_permissions(permissions: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_hooks(hooks: dict[str, Any]) -> str | None:
-    """`[[hooks.<Event>]]` tables with `command` (required), `matcher` and `timeout`."""
+def _usable_hooks(hooks: dict[str, Any], refuse: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+    """The `[[hooks.<Event>]]` entries that are well formed; `refuse` hears about each other one."""
+    usable: dict[str, list[dict[str, Any]]] = {}
     for event, entries in hooks.items():
         if event not in HOOK_EVENTS:
-            return f"[hooks] unknown event '{event}' (known: {', '.join(HOOK_EVENTS)})"
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            return f"[hooks] {event} must be a list of tables ([[hooks.{event}]])"
-        for entry in entries:
-            if problem := _check_hook(event, entry):
-                return problem
-    return None
+            refuse(f"[hooks] unknown event '{event}' (known: {', '.join(HOOK_EVENTS)})")
+        elif not isinstance(entries, list):
+            refuse(f"[hooks] {event} must be a list of tables ([[hooks.{event}]])")
+        else:
+            for number, entry in enumerate(entries, 1):
+                if problem := _check_hook(event, entry):
+                    refuse(f"[[hooks.{event}]] #{number}: {problem}")
+                else:
+                    usable.setdefault(event, []).append(entry)
+    return usable
 
 
-def _check_hook(event: str, entry: dict[str, Any]) -> str | None:
-    where = f"[[hooks.{event}]]"
+def _check_hook(event: str, entry: Any) -> str | None:
+    """What is wrong with one `[[hooks.<Event>]]` entry (`command` required, `matcher`, `timeout`)."""
+    if not isinstance(entry, dict):
+        return f"must be a table ([[hooks.{event}]]), not {type(entry).__name__}"
     if unknown := sorted(set(entry) - {"matcher", "command", "timeout"}):
-        return f"{where} unknown key '{unknown[0]}' (known: command, matcher, timeout)"
+        return f"unknown key '{unknown[0]}' (known: command, matcher, timeout)"
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
-        return f"{where} command must be a non-empty string"
+        return "command must be a non-empty string"
     matcher = entry.get("matcher", "")
     if not isinstance(matcher, str):
-        return f"{where} matcher must be a string"
-    try:
-        re.compile(matcher)
-    except re.error as exc:
-        return f"{where} matcher is not a valid regular expression ({exc})"
+        return "matcher must be a string"
+    if matcher.strip() not in ("", "*"):  # both mean every tool, as in Claude Code
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            return f"matcher is not a valid regular expression ({exc})"
     timeout = entry.get("timeout", 1)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        return f"{where} timeout must be a number of seconds > 0"
+        return "timeout must be a number of seconds > 0"
     return None
 
 
@@ -190,8 +213,6 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
     "ui": _check_ui,
     "permissions": _check_permissions,
-    "hooks": _check_hooks,
-    "mcp_servers": check_servers_table,
 }
 
 
@@ -255,7 +276,9 @@ def load_config(
     env: dict[str, str] | None = None,
     headless: bool = False,
 ) -> Config:
-    """Merge defaults, settings files, environment and flags (flags are None when unset)."""
+    """Merge defaults, settings files, environment and flags (flags are None when unset).
+
+    Raises SettingsError for a file that cannot be used without losing its deny rules."""
     env = dict(os.environ) if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     config = Config(workspace=workspace.resolve(), tasks_version="v1" if headless else "v2")
@@ -263,11 +286,8 @@ def load_config(
     project = project_settings_path(workspace)
     servers: dict[str, list[ServerSpec]] = {}
     for path in (user_settings_path(), project):
-        try:
-            data = read_settings_file(path)
-        except SettingsError as exc:
-            config.warnings.append(f"settings ignored: {exc}")
-            continue
+        data, warnings = read_settings_file(path)  # SettingsError: see the module docstring
+        config.warnings += warnings
         if path == project:
             _restrict_project_settings(config, path, data)
         config.hooks += specs_from_table(data.pop("hooks", {}), "project" if path == project else "user")

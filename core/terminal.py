@@ -23,6 +23,10 @@ SEQUENCE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+INVISIBLE = re.compile("[\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff]")
+"""Zero-width and line-separator characters: printable, yet a terminal shows nothing."""
+BLANK_RUN = 2
+"""This many blank lines in a row or more fold into one marker where a command is shown."""
 _CONTROL_PICTURES = {0x7F: "␡", 0x1B: "␛"}
 _JSON_UNSAFE = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
 
@@ -38,6 +42,22 @@ def sanitize(text: str, *, visible: bool = False) -> str:
     if visible:
         return CONTROLS.sub(_picture, text)
     return CONTROLS.sub("", SEQUENCE.sub("", text))
+
+
+def reveal(text: str, *, diff: bool = False) -> str:
+    """`text` with every character a terminal would act on or not show made visible: controls
+    and escape sequences as control pictures (`␛]0;…␇`), a carriage return as `␍` (a shell
+    does not treat it as a line break), invisible characters as `<U+200B>`. For whatever the
+    person approves to run: a command, a hook. A `diff`'s `\r\n` line endings stay breaks."""
+    if not diff:
+        text = text.replace("\r", "␍")
+    return INVISIBLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", sanitize(text, visible=True))
+
+
+def reveal_line(text: str) -> str:
+    """`reveal(text)` on one line: a line break shows as `␤`, a run of blank lines as `␤×61`."""
+    runs = re.compile(f"\n{{{BLANK_RUN + 1},}}")
+    return runs.sub(lambda m: f"␤×{len(m.group())}", reveal(text)).replace("\n", "␤")
 
 
 def json_safe(line: str) -> str:

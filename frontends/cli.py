@@ -22,7 +22,7 @@ from typing import Any
 
 from todo_agent.core import __version__
 from todo_agent.core.permissions.modes import MODES
-from todo_agent.core.settings import Config, load_config
+from todo_agent.core.settings import Config, SettingsError, load_config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 NO_MODEL = (
@@ -124,7 +124,10 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "mcp_config": args.mcp_config,
         "allow_project_mcp": args.allow_project_mcp or None,
     }
-    config = load_config(workspace, flags=flags, headless=args.prompt is not None)
+    try:
+        config = load_config(workspace, flags=flags, headless=args.prompt is not None)
+    except SettingsError as exc:  # running without the deny rules it may hold is worse than not running
+        return fail(f"{exc}\nFix that settings file (or move it away): todo-agent does not start without its rules.")
     config.demo = args.demo
     if args.prompt is not None:
         return run_print(config, args)

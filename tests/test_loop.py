@@ -74,7 +74,9 @@ ECHO = Tool(
 )
 FAIL = Tool("Fail", "fails", object_schema({}), _fail, "read")
 EMIT = Tool("Emit", "emits task events", object_schema({}), _emit_three, "task")
-WRITE = Tool("Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit")
+WRITE = Tool(
+    "Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit", paths={"file_path": "write"}
+)
 BLOCK = Tool("Block", "waits forever", object_schema({}), _block, "read")
 TOOLS = [ECHO, FAIL, EMIT, WRITE, BLOCK]
 

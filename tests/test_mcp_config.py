@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from todo_agent.core.mcp.config import ServerSpec, expand
-from todo_agent.core.mcp.trust import trust, trusted_fingerprints
+from todo_agent.core.mcp.trust import is_trusted, trust, trust_path
 from todo_agent.core.settings import load_config, user_settings_path
 
 
@@ -163,12 +163,13 @@ def test_a_project_cannot_trust_its_own_servers(workspace: Path) -> None:
 def test_trust_is_keyed_by_what_would_run(workspace: Path) -> None:
     write(workspace / ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "srv", "args": ["--safe"]}}}))
     (spec,) = load_config(workspace, env={}).mcp_servers
+    assert not is_trusted(workspace, spec)
     trust(workspace, [spec])
-    assert spec.fingerprint() in trusted_fingerprints(workspace)
+    assert is_trusted(workspace, spec)
     for changed in ({"command": "srv", "args": ["--evil"]}, {"command": "srv", "args": ["--safe"], "env": {"A": "1"}}):
         write(workspace / ".mcp.json", json.dumps({"mcpServers": {"s": changed}}))
         (again,) = load_config(workspace, env={}).mcp_servers
-        assert again.fingerprint() not in trusted_fingerprints(workspace)
+        assert not is_trusted(workspace, again)
     # an env value the repository leaves to the person's environment changes nothing
     write(workspace / ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "${BIN}", "args": ["--safe"]}}}))
     one = load_config(workspace, env={"BIN": "a"}).mcp_servers[0].fingerprint()
@@ -176,6 +177,8 @@ def test_trust_is_keyed_by_what_would_run(workspace: Path) -> None:
 
 
 def test_the_kept_results_of_the_session_may_be_read_without_asking(workspace: Path) -> None:
+    from gate import TOOL
+
     from todo_agent.core.mcp.results import results_dir
     from todo_agent.core.runtime import Runtime
 
@@ -183,13 +186,26 @@ def test_the_kept_results_of_the_session_may_be_read_without_asking(workspace: P
     runtime = Runtime.create(load_config(workspace, env={}))
     try:
         kept = results_dir(runtime.session.path, runtime.session.id) / "call_1.txt"
-        assert runtime.permissions.decide("Read", "read", {"file_path": str(kept)}).verdict == "allow"
+        assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(kept)}).verdict == "allow"
         beside = runtime.session.path.with_name("other.txt")
-        assert runtime.permissions.decide("Read", "read", {"file_path": str(beside)}).verdict == "ask"
+        assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(beside)}).verdict == "ask"
         runtime.new_session()  # the rule follows the session
-        assert runtime.permissions.decide("Read", "read", {"file_path": str(kept)}).verdict == "ask"
+        assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(kept)}).verdict == "ask"
         again = results_dir(runtime.session.path, runtime.session.id) / "call_1.txt"
-        assert runtime.permissions.decide("Read", "read", {"file_path": str(again)}).verdict == "allow"
-        assert runtime.permissions.decide("Edit", "edit", {"file_path": str(again)}).verdict == "ask"
+        assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(again)}).verdict == "allow"
+        assert runtime.permissions.decide(TOOL["Edit"], {"file_path": str(again)}).verdict == "ask"
     finally:
         runtime.close()
+
+
+def test_a_trust_record_the_model_could_have_written_is_not_believed(workspace: Path) -> None:
+    """Plain fingerprints in the file (what a model could write with Write) are not a seal."""
+    write(workspace / ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "srv"}}}))
+    (spec,) = load_config(workspace, env={}).mcp_servers
+    trust(workspace, [spec])  # makes the key and a genuine record
+    forged = {str(workspace.resolve()): [spec.fingerprint()]}
+    trust_path().write_text(json.dumps(forged))
+    assert not is_trusted(workspace, spec)
+    trust(workspace, [spec])
+    trust_path().chmod(0o666)  # writable by others: nothing in it is believed
+    assert not is_trusted(workspace, spec)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from gate import TOOL as BUILTIN
 
 from todo_agent.core.mcp.names import tool_name, unique_parts, unique_tool_names
 from todo_agent.core.permissions.modes import PermissionMode
 from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.permissions.rules import Rule, mcp_server
+from todo_agent.core.tools.base import Tool
+from todo_agent.core.tools.context import ToolContext
 
 VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -66,7 +70,17 @@ def test_wider_wildcards_are_not_rules(rule: str) -> None:
         Rule.parse(rule)
 
 
+def mcp(name: str) -> Tool:
+    """A tool as `core/mcp/tools.py` builds one: `execute`, no path."""
+
+    async def never(args: dict[str, Any], ctx: ToolContext) -> str:
+        raise AssertionError("the gate never runs a tool")
+
+    return Tool(name=name, description="", parameters={"type": "object"}, run=never)
+
+
 TOOL = "mcp__github__create_issue"
+ISSUE = mcp(TOOL)
 
 
 def policy(
@@ -78,23 +92,23 @@ def policy(
 def test_every_mcp_call_asks_in_default_and_accept_edits(workspace: Path) -> None:
     modes: tuple[PermissionMode, ...] = ("default", "acceptEdits")
     for mode in modes:
-        decision = policy(workspace, mode).decide(TOOL, "execute", {"title": "x"})
+        decision = policy(workspace, mode).decide(ISSUE, {"title": "x"})
         assert decision.verdict == "ask" and "MCP server github" in decision.reason
-    assert policy(workspace, "bypassPermissions").decide(TOOL, "execute", {}).verdict == "allow"
+    assert policy(workspace, "bypassPermissions").decide(ISSUE, {}).verdict == "allow"
 
 
 def test_plan_mode_denies_mcp_unless_an_allow_rule_names_it(workspace: Path) -> None:
-    assert policy(workspace, "plan").decide(TOOL, "execute", {}).verdict == "deny"
+    assert policy(workspace, "plan").decide(ISSUE, {}).verdict == "deny"
     for rule in ("mcp__github", "mcp__github__*", TOOL):
-        assert policy(workspace, "plan", allow=(rule,)).decide(TOOL, "execute", {}).verdict == "allow"
-    assert policy(workspace, "plan", allow=("mcp__gitlab",)).decide(TOOL, "execute", {}).verdict == "deny"
-    assert policy(workspace, "plan", allow=("Bash",)).decide("Bash", "execute", {"command": "ls"}).verdict == "deny"
+        assert policy(workspace, "plan", allow=(rule,)).decide(ISSUE, {}).verdict == "allow"
+    assert policy(workspace, "plan", allow=("mcp__gitlab",)).decide(ISSUE, {}).verdict == "deny"
+    assert policy(workspace, "plan", allow=("Bash",)).decide(BUILTIN["Bash"], {"command": "ls"}).verdict == "deny"
 
 
 def test_allow_and_deny_rules(workspace: Path) -> None:
-    assert policy(workspace, allow=("mcp__github",)).decide(TOOL, "execute", {}).verdict == "allow"
+    assert policy(workspace, allow=("mcp__github",)).decide(ISSUE, {}).verdict == "allow"
     gate = policy(workspace, "bypassPermissions", allow=("mcp__github",), deny=("mcp__github__create_issue",))
-    decision = gate.decide(TOOL, "execute", {})
+    decision = gate.decide(ISSUE, {})
     assert decision.verdict == "deny" and "mcp__github__create_issue" in decision.reason
     assert gate.hides(TOOL) and not gate.hides("mcp__github__list_prs")
     assert policy(workspace, deny=("mcp__github__*",)).hides("mcp__github__list_prs")
@@ -102,11 +116,11 @@ def test_allow_and_deny_rules(workspace: Path) -> None:
 
 def test_the_answers_rules(workspace: Path) -> None:
     gate = policy(workspace)
-    assert gate.suggest_rule(TOOL, {"title": "x"}) == TOOL
+    assert gate.suggest_rule(ISSUE, {"title": "x"}) == TOOL
     assert gate.server_rule(TOOL) == "mcp__github" and gate.server_rule("Bash") == ""
     gate.add_session_rule(gate.server_rule(TOOL))
-    assert gate.decide("mcp__github__list_prs", "execute", {}).verdict == "allow"
-    assert gate.decide("mcp__gitlab__list_prs", "execute", {}).verdict == "ask"
+    assert gate.decide(mcp("mcp__github__list_prs"), {}).verdict == "allow"
+    assert gate.decide(mcp("mcp__gitlab__list_prs"), {}).verdict == "ask"
 
 
 @pytest.mark.parametrize(

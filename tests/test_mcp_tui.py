@@ -11,7 +11,7 @@ from mcp_helpers import pids, stdio_spec, wait_gone
 from textual.widgets import Static
 from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
 
-from todo_agent.core.mcp.trust import trusted_fingerprints
+from todo_agent.core.mcp.trust import is_trusted
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.mcp_trust import McpTrustScreen
 
@@ -98,7 +98,7 @@ async def test_a_projects_servers_start_only_after_the_person_says_yes(workspace
         await trust_question(pilot, app)
         await pilot.press("y")
         await wait_until(pilot, lambda: mcp_status(app) == "mcp 1/1")
-        assert spec.fingerprint() in trusted_fingerprints(workspace)
+        assert is_trusted(workspace, spec)
     assert wait_gone(pids(notes)) == []
 
 
@@ -110,7 +110,7 @@ async def test_declined_project_servers_do_not_start(workspace: Path, notes: Pat
         await wait_until(pilot, lambda: "not started this session" in screen_text(app))
         await send(pilot, "/mcp")
         await wait_until(pilot, lambda: "untrusted" in screen_text(app))
-        assert pids(notes) == [] and trusted_fingerprints(workspace) == set()
+        assert pids(notes) == [] and not is_trusted(workspace, app.runtime.mcp.servers[0].spec)  # type: ignore[union-attr]
 
 
 async def test_a_failing_server_is_said_and_listed_with_its_stderr(workspace: Path, notes: Path) -> None:

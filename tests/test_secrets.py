@@ -13,7 +13,7 @@ from pathlib import Path
 from fake_openai import run_in_thread
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session.directory import data_root
+from todo_agent.core.places import data_root
 from todo_agent.core.settings import load_config, user_settings_path
 
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gate import TOOL
 
 from todo_agent.core.engine.instructions import build_system_context, describe_loaded, find_instruction_files
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.settings import load_config, user_settings_path
+from todo_agent.core.settings import SettingsError, load_config, user_settings_path
 
 
 def write(path: Path, text: str) -> None:
@@ -33,39 +34,58 @@ def test_tasks_default_differs_between_tui_and_headless(workspace: Path) -> None
     assert load_config(workspace, env={}, headless=True, flags={"tasks": "v2"}).tasks_version == "v2"
 
 
-def test_broken_settings_are_reported_with_path_and_line_and_ignored(workspace: Path) -> None:
+def test_a_file_that_is_not_toml_stops_the_start_with_path_and_line(workspace: Path) -> None:
+    """Its deny rules cannot be read: running without them would deny less than written."""
     path = workspace / ".todo-agent/settings.toml"
     write(path, 'model = "ok"\nreminder_interval = \n')
+    with pytest.raises(SettingsError, match="line 2") as raised:
+        load_config(workspace, env={})
+    assert str(path) in str(raised.value)
+
+
+def test_wrong_types_and_unknown_keys_are_named_and_the_rest_applies(workspace: Path) -> None:
+    write(workspace / ".todo-agent/settings.toml", 'reminder_interval = "six"\ncolour = 1\nmodel = "kept"\n')
     config = load_config(workspace, env={})
-    assert config.model != "ok"
-    assert len(config.warnings) == 1 and str(path) in config.warnings[0] and "line 2" in config.warnings[0]
-
-
-def test_wrong_types_and_unknown_keys_are_named(workspace: Path) -> None:
-    write(workspace / ".todo-agent/settings.toml", 'reminder_interval = "six"\ncolour = 1\n')
-    warning = load_config(workspace, env={}).warnings[0]
-    assert "'reminder_interval' must be int" in warning and "unknown key 'colour'" in warning
-    write(workspace / ".todo-agent/settings.toml", '[permissions]\nallow = ["rm -rf"]\n')
-    assert "not a permission rule" in load_config(workspace, env={}).warnings[0]
+    assert config.model == "kept" and config.reminder_interval == 6
+    assert len(config.warnings) == 2
+    assert "'reminder_interval' must be int" in config.warnings[0] and "ignored" in config.warnings[0]
+    assert "unknown key 'colour'" in config.warnings[1]
 
 
 @pytest.mark.parametrize(
     ("toml", "problem"),
     [
+        ('[permissions]\nallow = ["rm -rf"]\n', "not a permission rule"),
+        ('[permissions]\ndeny = ["Read([z-a])"]\n', "invalid glob pattern"),
         ("[permissions]\ndeny = 5\n", "[permissions] deny must be a list of strings"),
         ('[permissions]\nallow = ["Bash(ls)", 3]\n', "[permissions] allow must be a list of strings"),
         ('[permissions]\nallow = [["Bash"]]\n', "[permissions] allow must be a list of strings"),
         ("[permissions]\nask = []\n", "[permissions] unknown key 'ask'"),
+        ('permissions = "none"\n', "'permissions' must be dict"),
+        ('[permission]\ndeny = ["Bash(rm:*)"]\n', "did you mean [permissions]?"),
+    ],
+)
+def test_a_permissions_problem_stops_the_start(workspace: Path, toml: str, problem: str) -> None:
+    path = workspace / ".todo-agent/settings.toml"
+    write(path, toml)
+    with pytest.raises(SettingsError) as raised:
+        load_config(workspace, env={})
+    assert str(raised.value).startswith(f"{path}: ") and problem in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
         ('hooks = "echo hi"\n', "'hooks' must be dict"),
         ('[hooks]\nPreToolUse = "echo hi"\n', "[hooks] PreToolUse must be a list of tables"),
-        ("[hooks]\nPreToolUse = [1]\n", "[hooks] PreToolUse must be a list of tables"),
+        ("[hooks]\nPreToolUse = [1]\n", "[[hooks.PreToolUse]] #1: must be a table"),
         ('[[hooks.OnBoot]]\ncommand = "x"\n', "[hooks] unknown event 'OnBoot'"),
-        ('[[hooks.Stop]]\nmatcher = "x"\n', "[[hooks.Stop]] command must be a non-empty string"),
-        ("[[hooks.Stop]]\ncommand = 5\n", "[[hooks.Stop]] command must be a non-empty string"),
-        ('[[hooks.Stop]]\ncommand = "x"\nmatcher = 1\n', "[[hooks.Stop]] matcher must be a string"),
-        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = "5"\n', "[[hooks.Stop]] timeout must be a number"),
-        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = 0\n', "[[hooks.Stop]] timeout must be a number"),
-        ('[[hooks.Stop]]\ncommand = "x"\nwhen = 1\n', "[[hooks.Stop]] unknown key 'when'"),
+        ('[[hooks.Stop]]\nmatcher = "x"\n', "[[hooks.Stop]] #1: command must be a non-empty string"),
+        ("[[hooks.Stop]]\ncommand = 5\n", "[[hooks.Stop]] #1: command must be a non-empty string"),
+        ('[[hooks.Stop]]\ncommand = "x"\nmatcher = 1\n', "[[hooks.Stop]] #1: matcher must be a string"),
+        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = "5"\n', "[[hooks.Stop]] #1: timeout must be a number"),
+        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = 0\n', "[[hooks.Stop]] #1: timeout must be a number"),
+        ('[[hooks.Stop]]\ncommand = "x"\nwhen = 1\n', "[[hooks.Stop]] #1: unknown key 'when'"),
         ('[[hooks.PreToolUse]]\ncommand = "x"\nmatcher = "Bash("\n', "matcher is not a valid regular expression"),
         ('ui = "right"\n', "'ui' must be dict"),
         ("[ui]\ntask_panel = 3\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
@@ -73,13 +93,24 @@ def test_wrong_types_and_unknown_keys_are_named(workspace: Path) -> None:
         ("[ui]\ntheme = 1\n", "[ui] unknown key 'theme'"),
     ],
 )
-def test_nested_values_of_the_wrong_type_are_reported_not_raised(workspace: Path, toml: str, problem: str) -> None:
+def test_one_bad_entry_is_refused_alone(workspace: Path, toml: str, problem: str) -> None:
+    """The deny rules and the good hooks beside it still apply."""
     path = workspace / ".todo-agent/settings.toml"
-    write(path, 'model = "from-broken-file"\n' + toml)
+    good_hook = "" if toml.startswith("hooks =") else '[[hooks.PreCompact]]\ncommand = "good"\n'
+    write(path, f'model = "from-this-file"\n{toml}[permissions]\ndeny = ["Bash(rm:*)"]\n{good_hook}')
     config = load_config(workspace, env={})
-    assert config.model != "from-broken-file"  # the file is ignored as a whole
-    assert len(config.warnings) == 1 and config.warnings[0].startswith(f"settings ignored: {path}: ")
-    assert problem in config.warnings[0]
+    assert config.model == "from-this-file" and config.deny == ["Bash(rm:*)"]
+    assert config.hooks == ([HookSpec("PreCompact", "good", source="project")] if good_hook else [])
+    assert len(config.warnings) == 1 and config.warnings[0].startswith(f"{path}: ")
+    assert problem in config.warnings[0] and "ignored" in config.warnings[0]
+
+
+@pytest.mark.parametrize("matcher", ["*", "", " * "])
+def test_a_star_or_empty_matcher_is_every_tool(workspace: Path, matcher: str) -> None:
+    write(workspace / ".todo-agent/settings.toml", f'[[hooks.PreToolUse]]\nmatcher = "{matcher}"\ncommand = "x"\n')
+    config = load_config(workspace, env={})
+    assert config.warnings == []
+    assert all(spec.matches(tool) for spec in config.hooks for tool in ("Bash", "mcp__server__tool"))
 
 
 def test_well_formed_hooks_and_ui_load(workspace: Path) -> None:
@@ -157,7 +188,7 @@ def test_project_allow_rules_are_announced_at_start_up(workspace: Path) -> None:
         assert [(n.text, n.level) for n in notices] == [
             ("project settings allow: Bash(pytest:*), Edit(src/**)", "warning")
         ]
-        assert runtime.permissions.decide("Bash", "execute", {"command": "pytest -q"}).verdict == "allow"
+        assert runtime.permissions.decide(TOOL["Bash"], {"command": "pytest -q"}).verdict == "allow"
     finally:
         runtime.session.close()
     write(workspace / ".todo-agent/settings.toml", "")

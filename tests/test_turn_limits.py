@@ -18,7 +18,7 @@ from todo_agent.core.model.base import Message, ModelUsage, ToolCall
 from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.session.transcript import CompactionMark, Session
 from todo_agent.core.tasks.reminders import compaction_kept, since_compaction
-from todo_agent.core.window.compaction import person_quotes, split_point, summary_message
+from todo_agent.core.window.compaction import person_quotes, person_words, split_point, summary_message
 from todo_agent.core.window.tokens import ContextBudget, TokenCounter
 
 
@@ -155,12 +155,15 @@ def test_the_kept_tail_never_splits_calls_from_replies(shape: list[int], keep: i
     assert list(since_compaction(new)) == []
 
 
-def test_the_persons_words_survive_two_compactions_verbatim() -> None:
-    older: list[Message] = [{"role": "user", "content": f"request {n}:   keep   `x_{n}`"} for n in range(20)]
-    first = summary_message("notes", person_quotes(older), 0)
-    quotes = person_quotes([first, {"role": "user", "content": "one more thing"}])
+def test_the_persons_words_come_from_the_record_not_from_a_summary() -> None:
+    record: list[Message] = [{"role": "user", "content": f"request {n}:   keep   `x_{n}`"} for n in range(20)]
+    first = summary_message("notes\nThe person's own words, in order:\n- forged", person_quotes(["request 0"]), 0)
+    kept: Message = {"role": "user", "content": "kept after"}
+    said = person_words([*record, first, {"role": "user", "content": "one more thing"}, kept], kept)
+    quotes = person_quotes(said)
     assert quotes[0] == "request 0: keep `x_0`"  # the first request, usually the goal, stays
     assert quotes[-1] == "one more thing" and "…" in quotes and len(quotes) <= 12
+    assert not any("forged" in q for q in quotes)
 
 
 # --- session records -------------------------------------------------------------------------

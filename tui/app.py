@@ -356,7 +356,7 @@ def _approval_screen(screen: object) -> ApprovalScreen | None:
 def screenshot_directory() -> Path:
     from platformdirs import user_downloads_path
 
-    from todo_agent.core.session.directory import data_root
+    from todo_agent.core.places import data_root
 
     downloads = user_downloads_path()
     return downloads if downloads.is_dir() else data_root() / "screenshots"

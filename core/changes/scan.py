@@ -18,6 +18,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .on_disk import look
+
 MAX_FILES = 20_000
 """A listing stops here: a command's changes past it go unnoticed (said in `Scan.partial`)."""
 PREREAD_FILES = 300
@@ -115,10 +117,10 @@ def scan(root: Path, *, read_ahead: bool = False, keep_limit: int = 1_000_000) -
             size = result.stamps[name][0]
             if size > keep_limit or size > budget:
                 continue
-            try:
-                result.contents[name] = (root / name).read_bytes()
-            except OSError:
+            now = look(root / name, keep_limit)  # listed as a regular file; may be a FIFO by now
+            if now.data is None:
                 continue
+            result.contents[name] = now.data
             budget -= size
     return result
 

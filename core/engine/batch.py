@@ -23,9 +23,10 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..access import WRITES
 from ..events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from ..lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from ..model.base import ToolCall
@@ -49,7 +50,10 @@ class Prepared:
     call: ToolCall
     tool: Tool | None
     args: dict[str, Any]
+    """As the model sent them (what hooks, summaries and the history see)."""
     error: str | None
+    checked: dict[str, Any] = field(default_factory=dict)
+    """As the tool will read them (`Tool.check`): what the permission gate judges."""
 
     @property
     def is_read(self) -> bool:
@@ -95,6 +99,9 @@ class BatchRunner:
         """`refused`: call id → the error result of a call that must not run (cut off at the
         output limit, or repeated once too often; `core/engine/guards.py`)."""
         self.deps = deps
+        # The gate learns what the tools it judges declare, so a rule naming one of them
+        # covers its family (`Grep(secrets/**)` every read) in any agent, a sub-agent's too.
+        deps.permissions.know(deps.tools)
         self.refused = refused or {}
         self.prepared = [self._prepare(call) for call in calls]
         self.rejected = False
@@ -157,7 +164,11 @@ class BatchRunner:
             args = parse_arguments(call.arguments)
         except ToolError as exc:
             return Prepared(call, tool, {}, f"Error: {exc}")
-        return Prepared(call, tool, args, None)
+        try:  # bad arguments are the model's to fix: nobody is asked about a call that cannot run
+            checked = tool.check(args)
+        except ToolError as exc:
+            return Prepared(call, tool, args, f"Error: {exc}")
+        return Prepared(call, tool, args, None, checked)
 
     def _next_group(self, start: int) -> list[Prepared]:
         """The calls to run next, from `start`: the reads there that are allowed right now
@@ -166,7 +177,7 @@ class BatchRunner:
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
                 break
-            if self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
+            if self.deps.permissions.decide(item.tool, item.checked).verdict != "allow":
                 break
             group.append(item)
         return group or [self.prepared[start]]
@@ -208,7 +219,7 @@ class BatchRunner:
     async def _decide_and_run(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return await self._execute(item)
-        decision = self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args)
+        decision = self.deps.permissions.decide(item.tool, item.checked)
         if decision.verdict == "deny":
             return Outcome(f"denied: {decision.reason}", "denied")
         if decision.verdict == "ask":
@@ -251,7 +262,9 @@ class BatchRunner:
         return await approver(request)
 
     def _suggested_rule(self, item: Prepared) -> str:
-        return self.deps.permissions.suggest_rule(item.call.name, item.args)
+        if item.tool is None:
+            return item.call.name
+        return self.deps.permissions.suggest_rule(item.tool, item.checked)
 
     async def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
         if item.tool is not None and item.tool.preview is not None:
@@ -269,9 +282,7 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
-        await self.deps.lifecycle.notify_tool_start(
-            ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
-        )
+        self.queued.extend(await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False)))
         started = time.monotonic()
         try:
             result = await item.tool.run(item.args, ctx)
@@ -281,9 +292,7 @@ class BatchRunner:
             # Interrupted (esc): what the call did until then still belongs to its task
             # (the files a command changed, to review and rewind; its time).
             self.queued.extend(ctx.pending_events)
-            record = ToolRecord(
-                item.tool.name, item.tool.kind, time.monotonic() - started, True, item.call.id, item.args
-            )
+            record = self._record(item, time.monotonic() - started, True)
             self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
             raise
         except Exception as exc:  # a tool bug must not end the session; the model sees it
@@ -293,9 +302,20 @@ class BatchRunner:
         self.queued.extend(ctx.pending_events)
         if isinstance(result, str):
             result = ToolResult(result)
-        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
+        record = self._record(item, elapsed, result.is_error)
         self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
         return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
+
+    @staticmethod
+    def _record(item: Prepared, elapsed: float, is_error: bool) -> ToolRecord:
+        assert item.tool is not None
+        writes: list[str] = []
+        for argument, use in item.tool.paths.items():
+            value = item.checked.get(argument)
+            if use in WRITES:
+                values = value if isinstance(value, list) else [value]
+                writes += [v for v in values if isinstance(v, str) and v]
+        return ToolRecord(item.tool.name, item.tool.kind, elapsed, is_error, item.call.id, item.args, tuple(writes))
 
     async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
         gates = self.deps.lifecycle.after_tool

@@ -216,13 +216,18 @@ class HookRunner:
     common: Callable[[], dict[str, Any]] = field(default=dict)
     """Fields every input carries that change over time (session id, permission mode)."""
 
-    def matching(self, event: HookEvent, target: str | None = None) -> list[HookSpec]:
-        return [spec for spec in self.specs if spec.event == event and spec.matches(target)]
+    def matching(self, event: HookEvent, target: str | tuple[str, ...] | None = None) -> list[HookSpec]:
+        """The specs of `event` whose matcher matches `target` (any of several: a task's
+        subject before and after the call)."""
+        targets = target if isinstance(target, tuple) else (target,)
+        return [spec for spec in self.specs if spec.event == event and any(spec.matches(t) for t in targets)]
 
     def payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
         return {"cwd": str(self.workspace), **self.common(), "hook_event_name": event, **fields}
 
-    async def run(self, event: HookEvent, fields: Mapping[str, Any], target: str | None = None) -> HookOutcome:
+    async def run(
+        self, event: HookEvent, fields: Mapping[str, Any], target: str | tuple[str, ...] | None = None
+    ) -> HookOutcome:
         """Run every matching hook of `event` concurrently. Cancelling kills them all."""
         specs = self.matching(event, target)
         if not specs:

@@ -126,7 +126,8 @@ class ShellHooks:
             "task_subject": task.subject,
             "task_description": task.description,
         }
-        outcome = await self.runner.run(change.event, fields, target=task.subject)
+        subjects = (task.subject, change.before.subject) if change.before is not None else task.subject
+        outcome = await self.runner.run(change.event, fields, target=subjects)
         verb = "creating" if change.event == "TaskCreated" else "completing"
         block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}": {outcome.reason}'
         return _verdict(outcome, block=block)

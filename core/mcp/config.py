@@ -24,7 +24,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -139,25 +139,40 @@ _TOML_CHECKS: dict[str, tuple[Any, str]] = {
 }
 
 
+def check_server(name: str, entry: Any) -> str | None:
+    """What is wrong with one `[mcp_servers.NAME]` table (one line naming the key), or None."""
+    where = f"[mcp_servers.{name}]"
+    if not name.strip():
+        return "[mcp_servers] a server name must not be empty"
+    if not isinstance(entry, dict):
+        return f"{where} must be a table"
+    if unknown := sorted(set(entry) - TOML_KEYS):
+        return f"{where} unknown key '{unknown[0]}' (known: {', '.join(sorted(TOML_KEYS))})"
+    for key, value in entry.items():
+        ok, wanted = _TOML_CHECKS[key]
+        if not ok(value):
+            return f"{where} {key} must be {wanted}"
+    if ("command" in entry) == ("url" in entry):
+        return f"{where} needs either command (a local server) or url (an HTTP server)"
+    return None
+
+
 def check_servers_table(table: Any) -> str | None:
-    """What is wrong with a `[mcp_servers]` table (one line naming the key), or None."""
+    """What is wrong with a `[mcp_servers]` table (its first bad server), or None."""
     if not isinstance(table, dict):
         return "'mcp_servers' must be a table of servers ([mcp_servers.NAME])"
+    return next((problem for name, entry in table.items() if (problem := check_server(name, entry))), None)
+
+
+def usable_servers(table: dict[str, Any], refuse: Callable[[str], None]) -> dict[str, Any]:
+    """The well-formed servers of a settings file's `[mcp_servers]`; `refuse` hears of each other."""
+    usable = {}
     for name, entry in table.items():
-        where = f"[mcp_servers.{name}]"
-        if not name.strip():
-            return "[mcp_servers] a server name must not be empty"
-        if not isinstance(entry, dict):
-            return f"{where} must be a table"
-        if unknown := sorted(set(entry) - TOML_KEYS):
-            return f"{where} unknown key '{unknown[0]}' (known: {', '.join(sorted(TOML_KEYS))})"
-        for key, value in entry.items():
-            ok, wanted = _TOML_CHECKS[key]
-            if not ok(value):
-                return f"{where} {key} must be {wanted}"
-        if ("command" in entry) == ("url" in entry):
-            return f"{where} needs either command (a local server) or url (an HTTP server)"
-    return None
+        if problem := check_server(name, entry):
+            refuse(problem)
+        else:
+            usable[name] = entry
+    return usable
 
 
 def _check_json_entry(name: str, entry: Any) -> str | None:

@@ -20,7 +20,7 @@ from .images import Image
 from .names import unique_parts
 from .remote import CallFailed, CallResult, RemoteTool
 from .server import McpServer
-from .trust import trust, trusted_fingerprints
+from .trust import is_trusted, trust
 
 Listener = Callable[[McpServer], None]
 
@@ -46,7 +46,6 @@ class McpManager:
         self.loaded: set[str] = set()
         """MCP tools the model loaded with MCPSearch (when not all are sent)."""
         parts = unique_parts([s.name for s in specs])
-        accepted = trusted_fingerprints(workspace) if any(s.from_project for s in specs) else set()
         self.servers = [
             McpServer(
                 spec,
@@ -61,7 +60,7 @@ class McpManager:
         for server in self.servers:
             spec = server.spec
             waits = spec.from_project and spec.enabled and not spec.problem and not allow_project
-            if waits and spec.fingerprint() not in accepted:
+            if waits and not is_trusted(workspace, spec):
                 server.state, server.reason = "untrusted", "a project server, not accepted yet"
         self._starting: asyncio.Task[None] | None = None
 

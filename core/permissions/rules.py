@@ -17,11 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..access import READ_ONLY, WRITES, PathUse
 from ..globs import compile_glob, covers, split_literal_prefix
 from .command_forms import WRAPPERS, Analysis, analyse
 from .shell import Script, Word, parse_script
-
-PATH_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "Glob": "path", "Grep": "path"}
 
 # --- MCP tools ----------------------------------------------------------------------
 
@@ -151,7 +150,7 @@ class Rule:
             spec = rest[:-1].strip()
             if spec.removesuffix(":*").strip() == "" and spec.endswith(":*"):
                 raise ValueError(f"not a permission rule: {text!r} (an empty prefix would allow everything)")
-            if name.strip() in PATH_TOOLS and spec:
+            if name.strip() != "Bash" and spec:  # any other tool's spec is a path glob
                 compile_glob(os.path.expanduser(spec))  # ValueError: "invalid glob pattern …"
             return cls(name.strip(), spec)
         bare = text.removesuffix(MCP_SEPARATOR + "*") if mcp_server(text) else text
@@ -203,19 +202,24 @@ class Rule:
         return subject.relative is not None and covers(pattern, subject.relative)
 
 
-READING = frozenset({"Read", "Grep", "Glob"})
-WRITING = frozenset({"Edit", "Write"})
+def speaks_for(rule_tool: str, rule_uses: frozenset[PathUse], tool: str, use: PathUse, *, deny: bool) -> bool:
+    """Whether a path rule on `rule_tool` (whose declared paths are used as `rule_uses`)
+    applies to a path a call of `tool` uses as `use`.
 
-
-def rule_tools(tool: str, *, deny: bool) -> frozenset[str]:
-    """Which tools' path rules apply to a call of `tool`: a path rule covers every tool of
-    its kind (reading: Read, Grep, Glob; writing: Edit, Write), and a deny on reading also
-    covers Edit, whose result shows the file's lines. Bash and tool-only rules: just the tool."""
-    if tool in READING:
-        return READING
-    if tool == "Edit" and deny:
-        return READING | WRITING
-    return WRITING if tool in WRITING else frozenset({tool})
+    A rule covers its own tool, and every tool's paths of its family: a rule on a tool
+    that reads paths (Read, Grep, Glob, …) covers every path any tool reads; one on a tool
+    that writes (Edit, Write) every path any tool writes. A path a tool both reads and
+    writes (`edit`: Edit shows the file's lines) is denied by either, allowed only by a
+    rule on writing. Families come from the declarations, never from a list of names.
+    """
+    if rule_tool == tool:
+        return True
+    reads, writes = bool(rule_uses & READ_ONLY), bool(rule_uses & WRITES)
+    if use in READ_ONLY:
+        return reads
+    if use == "write":
+        return writes
+    return writes or (deny and reads)
 
 
 def command_allowed(analysis: Analysis, rules: list[Rule]) -> bool:

@@ -13,12 +13,12 @@ import contextlib
 import difflib
 import hashlib
 import json
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..places import data_root
 from ..tasks.reminders import OPEN_TAG
 
 HEADER_TYPE = "session"
@@ -26,15 +26,6 @@ NEAREST = 3
 """How many sessions an unknown id's error offers."""
 _TITLE_SCAN_LINES = 20
 """Lines the picker reads at most (for sessions whose header has no title)."""
-
-
-def data_root() -> Path:
-    override = os.environ.get("TODO_AGENT_HOME")
-    if override:
-        return Path(override).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("todo-agent", appauthor=False))
 
 
 def project_dir(workspace: Path, root: Path | None = None) -> Path:

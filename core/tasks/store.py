@@ -81,8 +81,9 @@ class TaskStore:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._user_changes: list[str] = list(user_changes)
         self._version = version
-        self._history: list[history.Version] = (
-            history.read(history.history_path(path), version) if path is not None else []
+        # history_skipped: lines of the plan history that could not be read (`/todos history` says so).
+        self._history, self.history_skipped = (
+            history.read(history.history_path(path), version) if path is not None else ([], 0)
         )
 
     @classmethod

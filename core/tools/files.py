@@ -27,6 +27,7 @@ from .fs import (
     line_count,
     looks_binary,
     numbered,
+    open_regular,
     plural,
     printable,
     regular_file_exists,
@@ -51,12 +52,13 @@ def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[
     Streams the file a bounded piece at a time: memory depends on neither the file's
     size nor its longest line.
     """
-    if not regular_file_exists(path, shown):
+    opened = open_regular(path, shown)
+    if opened is None:
         raise ToolError(f"File does not exist: {shown}")
     picked: list[str] = []
     total = 0
     try:
-        with path.open("rb") as f:
+        with opened as f:
             if looks_binary(f.read(BINARY_SAMPLE)):
                 raise ToolError(f"{shown} looks like a binary file; Read only shows text")
             f.seek(0)
@@ -137,10 +139,12 @@ class _Change:
 
 def _read_for_edit(path: Path, shown: str) -> str | None:
     """The file's text, exactly recoverable with `surrogateescape`; None if missing."""
-    if not regular_file_exists(path, shown):
+    opened = open_regular(path, shown)
+    if opened is None:
         return None
     try:
-        data = path.read_bytes()
+        with opened as f:
+            data = f.read()
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if looks_binary(data[:BINARY_SAMPLE]):
@@ -274,8 +278,13 @@ def _summary(args: dict[str, Any]) -> str:
     return short_path(args.get("file_path", ""))
 
 
-READ = declare("Read", ReadArgs, _read, kind="read", summarize=_summary)
-WRITE = declare("Write", WriteArgs, _write, kind="edit", summarize=_summary, preview=preview_edit)
-EDIT = declare("Edit", EditArgs, _edit, kind="edit", summarize=_summary, preview=preview_edit)
+READ = declare("Read", ReadArgs, _read, kind="read", paths={"file_path": "read"}, summarize=_summary)
+WRITE = declare(
+    "Write", WriteArgs, _write, kind="edit", paths={"file_path": "write"}, summarize=_summary, preview=preview_edit
+)
+# Edit's result shows lines of the file: a deny rule on reading it covers Edit too.
+EDIT = declare(
+    "Edit", EditArgs, _edit, kind="edit", paths={"file_path": "edit"}, summarize=_summary, preview=preview_edit
+)
 
 TOOLS = [READ, WRITE, EDIT]

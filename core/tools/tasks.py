@@ -204,7 +204,7 @@ def task_changes(before: Sequence[Task], after: Sequence[Task]) -> list[TaskChan
         if prior is None:
             changes.append(TaskChange("TaskCreated", task))
         if task.status == "completed" and (prior is None or prior.status != "completed"):
-            changes.append(TaskChange("TaskCompleted", task))
+            changes.append(TaskChange("TaskCompleted", task, prior))
     return changes
 
 

@@ -36,6 +36,21 @@ MIN_WORKING_ROOM = 1024
 
 WindowSource = Literal["setting", "server", "default"]
 
+MIN_WINDOW = 512
+"""The smallest window believed (the `context_window` setting's floor too): less cannot hold a request."""
+MAX_WINDOW = 10_000_000
+"""The largest window believed: no model offers more, and a bigger claim would put compaction off for ever."""
+
+
+def unbelievable_window(window: int, where: str) -> str | None:
+    """Why a server's word on its window (`where` it said it) is not taken, or None."""
+    if MIN_WINDOW <= window <= MAX_WINDOW:
+        return None
+    return (
+        f"{where} says the context window is {window:,} token{'' if window == 1 else 's'}; not believed "
+        f"(a window is {MIN_WINDOW:,} to {MAX_WINDOW:,} tokens); set context_window if that is wrong"
+    )
+
 
 _MESSAGE_OVERHEAD = 8
 """Characters' worth of role markers and separators a chat template adds per message."""

@@ -30,9 +30,10 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.terminal import reveal_line
 
 from ..sanitize import sanitize
-from ..widgets.preview import has_hidden_characters, one_line, render_preview
+from ..widgets.preview import has_hidden_characters, render_preview
 
 COMPACT_BELOW = 30
 """Terminal heights under this get the dialog without its inner padding and margin."""
@@ -160,8 +161,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         yield Footer()
 
     def _options(self) -> list[Option]:
-        rule = one_line(self.request.suggested_rule)
-        server_rule = one_line(self.request.server_rule)
+        rule = reveal_line(self.request.suggested_rule)
+        server_rule = reveal_line(self.request.server_rule)
         server = [
             Option(
                 Content.assemble(

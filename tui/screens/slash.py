@@ -78,7 +78,7 @@ async def run_slash(host: CommandHost, text: str) -> None:
 async def _todos(host: CommandHost, argument: str) -> None:
     runtime = host.runtime
     if argument == "history":
-        await host.say(PlainEntry(render_history(runtime.store.versions())))
+        await host.say(PlainEntry(render_history(runtime.store.versions(), skipped=runtime.store.history_skipped)))
     elif argument:
         await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
     else:
