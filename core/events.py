@@ -6,6 +6,7 @@ render these; nothing in the core draws.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +33,32 @@ class ResponseDiscarded:
 
     reason: str
     attempt: int
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """A request failed in a way that may pass (a server busy or restarting, a dropped
+    connection): the turn waits `delay` seconds, then asks again. Interrupting stops the wait."""
+
+    reason: str
+    """A few words for the status line: `server busy (503)`, `connection lost`."""
+    message: str
+    """The whole failure, one line: `server busy (HTTP 503): loading model`."""
+    delay: float
+    retry: int
+    """Which retry comes after the wait, from 1."""
+    retries: int
+    """How many retries a request may take (`request_retries`)."""
+
+    def countdown(self, left: float | None = None) -> str:
+        """`retrying in 8 s (3 of 6)`, with `left` seconds to go (default: the whole wait)."""
+        seconds = math.ceil(self.delay if left is None else max(left, 0.0))
+        when = f"in {seconds} s" if seconds > 0 else "now"
+        return f"retrying {when} ({self.retry} of {self.retries})"
+
+    def describe(self) -> str:
+        """One line for a notice: `server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`."""
+        return f"{self.message} — {self.countdown()}"
 
 
 @dataclass(frozen=True)
@@ -168,6 +195,7 @@ Event = (
     TextDelta
     | AssistantMessage
     | ResponseDiscarded
+    | Retrying
     | ToolStarted
     | ToolFinished
     | TasksUpdated

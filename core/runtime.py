@@ -555,7 +555,12 @@ class Runtime:
             tasks=self.store,
             hidden_env=self.hidden_env,
             lifecycle=lifecycle,
-            options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
+            options=AgentOptions(
+                max_turns=self.config.max_turns,
+                repeat_limit=self.config.max_repeated_calls,
+                request_retries=self.config.request_retries,
+                retry_max_wait=self.config.request_retry_wait,
+            ),
             budget=self.budget,
             counter=self.counter,
         )

@@ -60,6 +60,8 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_output_tokens": int,
     "max_turns": int,
     "max_repeated_calls": int,
+    "request_retries": int,
+    "request_retry_wait": (int, float),
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
     "tasks": str,
@@ -211,6 +213,8 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
     "max_turns": _when(lambda v: v >= 1, "'max_turns' must be >= 1"),
     "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
+    "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
+    "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
     "ui": _check_ui,
     "permissions": _check_permissions,
 }
@@ -239,6 +243,10 @@ class Config:
     """Model requests in one user turn before the agent stops."""
     max_repeated_calls: int = 5
     """Identical tool calls in a row that stop a turn as a loop; 0 turns the guard off."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (503, 429, a dropped connection)."""
+    request_retry_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries."""
     model_chosen: bool = False
     """Whether a flag, variable or setting named the model (else a server's own may be used)."""
     task_panel: PanelPlace = "right"
@@ -392,6 +400,8 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
     config.max_turns = data.get("max_turns", config.max_turns)
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)
+    config.request_retries = data.get("request_retries", config.request_retries)
+    config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))

@@ -24,6 +24,10 @@ project server not accepted: `--allow-project-mcp`) is one line on stderr, and t
 result's `mcp_servers` lists every server with its state. All of them, and their process
 groups, are stopped when the run ends, however it ends.
 
+A request that fails in a way that may pass (a server busy, restarting or rate limiting,
+a dropped connection) is retried after a wait, each wait one line on stderr
+(`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
+
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
 `stream-json` carries every hook run as a `HookResult` event. Project hooks that the
@@ -39,7 +43,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, Retrying, TasksUpdated, TurnEnd, Usage
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
@@ -71,7 +75,8 @@ class _Tally:
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens

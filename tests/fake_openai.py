@@ -21,7 +21,11 @@ Script items (dicts):
   `omit_ids`, `split_name` (names in two pieces), `repeat_name` (the whole name on every
   delta), `tool_delta_content` (`""` or `null`: a `content` key on every tool-call delta,
   like llama.cpp), `stall` (after the content, keep the stream open until the client goes
-  away).
+  away), `utf16` (cut text and arguments in UTF-16 code units, as a JavaScript server
+  does: a character outside the BMP, an emoji, may end one chunk in its first half and
+  start the next in its second). Text or arguments holding a lone surrogate (`"*\ud83d"`
+  in a Python string) are sent as the JSON escape `\ud83d`, as a server that passes on a
+  model's broken output does.
 - `{"http_error": 500, "message": "...", "headers": {...}}`: that status with a JSON error body;
   `"error_body": {...}` sends that object as the body's `error` instead (a server's own shape).
 - `{"cut_off": true, "text": "...", "clean": false}`: stream some text, then end without a
@@ -51,7 +55,7 @@ Server-wide options (`FakeOpenAIServer(..., option=...)`):
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
 `server.requests`, `server.violations`), from another event loop or a subprocess test with
 `with run_in_thread(items) as server:`, or as a process:
-`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N]` prints the
+`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N] [--no-retry-after]` prints the
 base URL on its first stdout line and serves until SIGTERM/SIGINT. A script file may be
 `{"responses": [...], "without_tools": {...}, "props": {...}}`.
 """
@@ -428,8 +432,9 @@ def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
     size = max(1, int(item.get("chunk_size", 3)))
     text = str(item.get("text") or "")
     yield chunk({"role": "assistant", "content": ""})
-    for start in range(0, len(text), size):
-        yield chunk({"content": text[start : start + size]})
+    units = _utf16_units(text) if item.get("utf16") else text
+    for start in range(0, len(units), size):
+        yield chunk({"content": units[start : start + size]})
     if item.get("cut_off"):
         return
     calls = list(item.get("tool_calls") or [])
@@ -451,6 +456,12 @@ def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
     yield "[DONE]"
 
 
+def _utf16_units(text: str) -> str:
+    """`text` with every character outside the BMP as its two surrogates, one code unit each."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return "".join(data[i : i + 2].decode("utf-16-le", "surrogatepass") for i in range(0, len(data), 2))
+
+
 def _tool_call_pieces(item: Item, calls: list[Mapping[str, Any]], size: int) -> Iterator[dict[str, Any]]:
     streams = [_call_pieces(item, n, call, size) for n, call in enumerate(calls)]
     if item.get("interleave"):
@@ -470,6 +481,8 @@ def _call_pieces(item: Item, n: int, call: Mapping[str, Any], size: int) -> list
     """The `tool_calls[0]` entries of the deltas that stream one call."""
     args = call.get("arguments", {})
     text = args if isinstance(args, str) else json.dumps(args)
+    if item.get("utf16"):
+        text = _utf16_units(text)
     name = str(call["name"])
     names = [name[: len(name) // 2], name[len(name) // 2 :]] if item.get("split_name") else [name]
     first: dict[str, Any] = {"index": n, "type": "function", "function": {"name": names[0], "arguments": ""}}
@@ -602,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context-limit", type=int, help="refuse requests over N tokens with HTTP 400")
     parser.add_argument("--overflow-shape", choices=("openai", "llama"), default="openai")
     parser.add_argument("--no-usage", action="store_true", help="never report usage")
+    parser.add_argument(
+        "--no-retry-after", action="store_true", help="send no retry-after-ms on errors (clients use their backoff)"
+    )
     args = parser.parse_args(argv)
     items, options = load_script(args.script)
     server = FakeOpenAIServer(
@@ -611,6 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         context_limit=args.context_limit,
         overflow_shape=args.overflow_shape,
         send_usage=not args.no_usage,
+        retry_after_ms=None if args.no_retry_after else 1,
         **options,
     )
     asyncio.run(_serve_forever(server))

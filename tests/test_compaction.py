@@ -139,10 +139,15 @@ async def test_a_long_scripted_session_compacts_keeps_the_plan_and_a_stable_pref
                 assert not extends(previous, messages)
                 assert str(messages[1]["content"]).startswith("<system-reminder>\nThis conversation was compacted")
                 carried = [m["content"] for m in messages if is_task_reminder(m) and NOT_VISIBLE in m["content"]]
-                assert carried, "the request right after a compaction must carry the task list"
-                assert messages[-1]["content"] == carried[-1]  # appended last, for this very request
-                assert "[in_progress]" in carried[-1]
                 after_compaction += 1
+                if str(messages[-1]["content"]).endswith("All tasks completed."):
+                    # Nothing unfinished: nothing to carry. (Where compactions fall depends on
+                    # the size of the fixed prompt, so one may come after the last task is done.)
+                    assert not carried
+                else:
+                    assert carried, "the request right after a compaction must carry the task list"
+                    assert messages[-1]["content"] == carried[-1]  # appended last, for this very request
+                    assert "[in_progress]" in carried[-1]
             else:
                 assert extends(previous, messages)
         previous, compacted_since = messages, False

@@ -229,3 +229,23 @@ def test_a_project_file_cannot_redirect_the_api_key(workspace: Path) -> None:
     assert sum("ignored" in w for w in config.warnings) == 2
     write(user_settings_path(), 'base_url = "http://localhost:8080/v1"\n')
     assert load_config(workspace, env={}).base_url == "http://localhost:8080/v1"  # the user's own file may
+
+
+def test_request_retries_and_their_wait_are_settings_with_bounds(workspace: Path) -> None:
+    write(user_settings_path(), "request_retries = 3\nrequest_retry_wait = 20\n")
+    config = load_config(workspace, env={})
+    assert (config.request_retries, config.request_retry_wait, config.warnings) == (3, 20.0, [])
+    runtime = Runtime.create(config.__class__(workspace=workspace, model="script:x", request_retries=2))
+    assert runtime.agent.options.request_retries == 2
+    runtime.close()
+    for toml, problem in (
+        ("request_retries = -1\n", "'request_retries' must be between 0 (no retries) and 20"),
+        ("request_retries = 100\n", "'request_retries' must be between 0 (no retries) and 20"),
+        ('request_retries = "6"\n', "'request_retries' must be int"),
+        ("request_retry_wait = 1e9\n", "'request_retry_wait' must be 0 to 3600 seconds"),
+        ("request_retry_wait = nan\n", "'request_retry_wait' must be 0 to 3600 seconds"),
+    ):
+        write(user_settings_path(), toml)
+        config = load_config(workspace, env={})
+        assert (config.request_retries, config.request_retry_wait) == (6, 60.0)  # the file is ignored
+        assert problem in config.warnings[0], config.warnings

@@ -224,6 +224,8 @@ class TodoAgentApp(App[int]):
         from .screens.main import MainScreen
 
         self.broker.attach(self._present_approval)
+        if start is not None and start.mode != runtime.mode:  # chosen with shift+tab while it started
+            runtime.set_mode(start.mode)
         main = MainScreen(
             runtime,
             initial_prompt=self.initial_prompt,

@@ -7,7 +7,7 @@ recording fake, so every mapping here is checked without running an app.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.events import (
@@ -19,6 +19,7 @@ from todo_agent.core.events import (
     HookResult,
     Notice,
     ResponseDiscarded,
+    Retrying,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -66,6 +67,9 @@ class ConversationUI(Protocol):
     def set_activity(self, text: str) -> None:
         """What the running turn is doing, for the status line."""
 
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        """The turn waits `seconds`: the status line says `say(seconds left)`, counting down."""
+
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
 
@@ -91,8 +95,18 @@ class EventHandler:
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
             await self._compaction(event)
+        elif isinstance(event, ResponseDiscarded | Retrying):
+            await self._retry(event)
         else:
             await self._dispatch(event)
+
+    async def _retry(self, event: ResponseDiscarded | Retrying) -> None:
+        if isinstance(event, ResponseDiscarded):  # the `Retrying` that follows says why and when
+            self._streaming = False
+            await self.ui.discard_message()
+            return
+        await self.ui.add_entry(NoticeEntry(event.describe(), "warning"))
+        self.ui.count_down(lambda left: f"{event.reason} — {event.countdown(left)}", event.delay)
 
     async def _compaction(self, event: Compacting | Compacted) -> None:
         if isinstance(event, Compacting):
@@ -110,12 +124,6 @@ class EventHandler:
             case AssistantMessage(content=content):
                 self._streaming = False
                 await self.ui.finish_message(content)
-            case ResponseDiscarded(reason=reason, attempt=attempt):
-                self._streaming = False
-                await self.ui.discard_message()
-                await self.ui.add_entry(
-                    NoticeEntry(f"Response cut off ({reason}); retrying, attempt {attempt}.", "warning")
-                )
             case ToolStarted(call_id=call_id, name=name, summary=summary):
                 self._started.add(call_id)
                 await self.ui.add_entry(ToolEntry(call_id, name, summary))

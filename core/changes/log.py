@@ -272,7 +272,7 @@ class ChangeLog:
     def record_scan(self, task_id: str, before: Scan) -> list[str]:
         """Record every file changed since `before` against `task_id`; returns their paths."""
         after = scan(self.workspace)
-        paths = changed(before, after)
+        paths = changed(before, after, self.workspace)
         for path in paths:
             if path in before.stamps:
                 data = old_content(self.workspace, before, path)

@@ -28,9 +28,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
+from ..events import (
+    AssistantMessage,
+    Compacted,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    TurnEnd,
+    Usage,
+)
 from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
-from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, ToolCall
+from ..model.base import (
+    ChatModel,
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ToolCall,
+    valid_json,
+    valid_text,
+)
 from ..model.history import assistant_message, missing_replies
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
@@ -43,6 +64,7 @@ from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +75,12 @@ class AgentOptions:
     """Model requests per user turn before the agent stops (`--max-turns`, `max_turns`)."""
     repeat_limit: int = 5
     """Identical tool calls in a row that count as a loop (`max_repeated_calls`; 0: off)."""
-    stream_retries: int = 2
-    """Extra attempts after a response that failed part-way (cut off, server error)."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (`request_retries`; `retry.py`)."""
     retry_delay: float = 1.0
-    """Seconds before the first retry; doubles each time."""
+    """Seconds before the first retry; doubles each time, with jitter."""
+    retry_max_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
 
 
 @dataclass
@@ -180,23 +204,37 @@ class Agent:
                 if ended:
                     return
                 continue
-            verdict = turn.guard.check(calls)
-            if verdict == "stop":
-                for message in missing_replies(self.history, STOPPED_CALL):
-                    self.append(message, "cancelled")
-                yield Notice(stop_notice(calls, turn.guard.count), "warning")
-                yield TurnEnd("loop")
-                return
-            cut = response.finish_reason == "length"
-            refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
-            self._batch = BatchRunner(self._batch_deps(), calls, refused)
-            async for event in self._batch.run():
+            ended = False
+            async for event in self._tool_batch(turn, response, calls):
+                ended = isinstance(event, TurnEnd)
                 yield event
-            if self._batch.rejected:
-                yield TurnEnd("rejected")
+            if ended:
                 return
         yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
         yield TurnEnd("max_turns")
+
+    async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Run one response's tool calls (unless the repeated-call guard stops the turn);
+        ends with a `TurnEnd` when the turn ends here."""
+        verdict = turn.guard.check(calls)
+        if verdict == "stop":
+            for message in missing_replies(self.history, STOPPED_CALL):
+                self.append(message, "cancelled")
+            yield Notice(stop_notice(calls, turn.guard.count, self.tools), "warning")
+            yield TurnEnd("loop")
+            return
+        cut = response.finish_reason == "length"
+        refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
+        self._batch = BatchRunner(self._batch_deps(), calls, refused)
+        results: dict[str, str] = {}
+        async for event in self._batch.run():
+            if isinstance(event, ToolFinished):
+                results[event.call_id] = event.output
+            yield event
+        if verdict == "ok":  # a refused repeat got no result of its own to compare
+            turn.guard.observe([results.get(c.id, "") for c in calls])
+        if self._batch.rejected:
+            yield TurnEnd("rejected")
 
     async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
         """The model answered without tool calls: the events to show, and whether the turn
@@ -259,10 +297,14 @@ class Agent:
                 yield item
 
     async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
-        """One model request, retried when a response fails part-way. A refusal as too
-        long is handed back (not retried here: the history must shrink first)."""
+        """One model request, retried (with backoff, in view) when it failed in a way that may
+        pass. A refusal as too long is handed back (not retried here: the history must
+        shrink first)."""
         schemas = self.schemas()
-        for attempt in range(1, self.options.stream_retries + 2):
+        options = self.options
+        policy = RetryPolicy(options.request_retries, options.retry_delay, options.retry_max_wait)
+        waited = 0.0
+        for attempt in range(1, options.request_retries + 2):
             self._partial = []
             messages = self.request_messages()
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
@@ -284,15 +326,17 @@ class Agent:
                 yield exc
                 return
             except ModelError as exc:
-                if not exc.retryable or attempt > self.options.stream_retries:
+                wait = policy.next_wait(attempt, waited, exc.retry_after) if exc.retryable else None
+                if wait is None or wait.seconds is None:
                     self._partial = []
-                    yield Error(exc.message)
+                    yield Error(f"{exc.message} ({wait.why})" if wait is not None and wait.why else exc.message)
                     return
                 if self._partial:
                     self._partial = []  # void: an interrupt during the wait must not save it
                     yield ResponseDiscarded(exc.message, attempt)
-                yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
-                await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
+                yield Retrying(exc.reason, exc.message, wait.seconds, attempt, options.request_retries)
+                await asyncio.sleep(wait.seconds)  # cancelled at once by an interrupt (esc)
+                waited += wait.seconds
             except ScriptError as exc:
                 yield Error(str(exc))
                 return
@@ -346,12 +390,16 @@ class Agent:
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""
-        kept = self._window.cap_tool_output(output)
+        kept = valid_text(self._window.cap_tool_output(output))
         self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
         return kept
 
     def append(self, message: Message, status: str | None = None) -> None:
-        """Add to history (and the session file). `status` is how a tool call ended."""
+        """Add to history (and the session file). `status` is how a tool call ended.
+
+        Lone surrogates (from a server's tool arguments, a hook's JSON, a file name) become
+        U+FFFD here, as in every request (`OpenAIChatModel`): the session holds what was sent."""
+        message = valid_json(message)
         if self.session is not None:
             self.session.append(message, status)
         else:

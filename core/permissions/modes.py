@@ -14,6 +14,14 @@ PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
+def next_mode(mode: PermissionMode, *, bypass_in_cycle: bool) -> PermissionMode:
+    """The mode after `mode` (shift+tab): bypassPermissions is in the cycle only for a
+    session started in it; one key press should never switch approvals off."""
+    cycle = MODES if bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
+    position = cycle.index(mode) if mode in cycle else -1
+    return cycle[(position + 1) % len(cycle)]
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
     """What the person is asked about."""

@@ -53,7 +53,7 @@ from typing import Any, Literal
 from ..access import WRITES, Declared, PathUse
 from ..places import data_root, user_config_dir
 from .command_forms import analyse
-from .modes import MODES, PermissionMode
+from .modes import PermissionMode, next_mode
 from .rules import (
     PathSubject,
     Rule,
@@ -122,9 +122,7 @@ class PermissionPolicy:
         self.declared.update({tool.name: frozenset(tool.paths.values()) for tool in tools})
 
     def cycle_mode(self) -> PermissionMode:
-        cycle = MODES if self.bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
-        position = cycle.index(self.mode) if self.mode in cycle else -1
-        self.mode = cycle[(position + 1) % len(cycle)]
+        self.mode = next_mode(self.mode, bypass_in_cycle=self.bypass_in_cycle)
         return self.mode
 
     def add_session_rule(self, rule: str) -> None:

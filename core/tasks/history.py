@@ -149,6 +149,10 @@ def last_undoable(entries: Sequence[Version]) -> Version | None:
 MARKS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
 
 
+_WHAT_SHOWN = 300
+"""Characters of a change's description shown (one logged before subjects were bounded may be huge)."""
+
+
 def render(entries: Sequence[Version], *, limit: int = 50, skipped: int = 0) -> str:
     """`/todos history`: one line per version, newest last, with the list it left."""
     note = ""
@@ -164,6 +168,7 @@ def render(entries: Sequence[Version], *, limit: int = 50, skipped: int = 0) -> 
     for entry in shown:
         stamp = time.strftime("%H:%M:%S", time.localtime(entry.at))
         listing = " ".join(f"{MARKS.get(status, '?')}#{tid}" for tid, status, _ in entry.tasks) or "(empty)"
-        lines.append(f"v{entry.version:<3} {stamp}  {entry.who:<6}  {entry.what}")
+        what = entry.what if len(entry.what) <= _WHAT_SHOWN else entry.what[: _WHAT_SHOWN - 1] + "…"
+        lines.append(f"v{entry.version:<3} {stamp}  {entry.who:<6}  {what}")
         lines.append(f"      {listing}")
     return "\n".join(lines)

@@ -5,6 +5,13 @@ Every function takes an immutable tuple of tasks and returns the next tuple, or 
 that `violations` checks, e.g. on a file read from disk): unique ids below `next_id`,
 known statuses, `blocks`/`blockedBy` symmetric and pointing at existing tasks, and no
 cycles among blockers.
+
+The plan must fit in front of the model: it is echoed in tool results and reminders, so
+one 1 MB subject would make every later request overflow. Text fields and the list's
+length are bounded (`MAX_LABEL`, `MAX_DESCRIPTION`, `MAX_TASKS`), for the model's edits
+and the person's alike; a change past a bound is refused, saying which and by how much.
+A list saved before the bounds (or edited by hand) is cut to them when read
+(`fit_limits`), with a note, never refused.
 """
 
 from __future__ import annotations
@@ -44,11 +51,42 @@ def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: s
     return status
 
 
-def _subject(text: str, where: str = "") -> str:
-    subject = text.strip()
+MAX_LABEL = 200
+"""Characters of a subject (TodoWrite's `content`), an activeForm or an owner: a title, not a document."""
+MAX_DESCRIPTION = 4_000
+"""Characters of a description: what to do and how to tell it is done, not the material itself."""
+MAX_TASKS = 200
+"""Tasks in one list."""
+
+_ADVICE = {
+    "subject": "keep it a short title and put detail in description",
+    "content": "keep it a short title",
+    "description": "put long material in a file and name the file here",
+}
+
+
+def _bounded(text: str, name: str, limit: int, where: str = "") -> str:
+    """`text` stripped, or StoreError when it is longer than `limit` characters."""
+    text = text.strip()
+    if len(text) > limit:
+        advice = _ADVICE.get(name, "shorten it")
+        raise StoreError(f"{where}{name} is {len(text):,} characters; the limit is {limit:,} ({advice})")
+    return text
+
+
+def _subject(text: str, where: str = "", name: str = "subject") -> str:
+    subject = _bounded(text, name, MAX_LABEL, where)
     if not subject:
-        raise StoreError(f"{where}subject must not be empty")
+        raise StoreError(f"{where}{name} must not be empty")
     return subject
+
+
+def _room_for_one_more(tasks: Tasks) -> None:
+    if len(tasks) >= MAX_TASKS:
+        raise StoreError(
+            f"the task list already holds {len(tasks)} tasks, the most it may ({MAX_TASKS}); "
+            "delete finished or obsolete tasks first"
+        )
 
 
 def with_status(task: Task, status: TaskStatus, now: float) -> Task:
@@ -69,11 +107,12 @@ def with_status(task: Task, status: TaskStatus, now: float) -> Task:
 def create(
     tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float
 ) -> tuple[Tasks, Task]:
+    _room_for_one_more(tasks)
     task = Task(
         id=str(next_id),
         subject=_subject(subject),
-        description=description.strip(),
-        activeForm=active_form.strip(),
+        description=_bounded(description, "description", MAX_DESCRIPTION),
+        activeForm=_bounded(active_form, "activeForm", MAX_LABEL),
         created_at=now,
     )
     return (*tasks, task), task
@@ -97,9 +136,13 @@ def update(
     task = replace(
         old,
         subject=old.subject if changes.subject is None else _subject(changes.subject),
-        description=old.description if changes.description is None else changes.description.strip(),
-        activeForm=old.activeForm if changes.active_form is None else changes.active_form.strip(),
-        owner=old.owner if changes.owner is None else changes.owner.strip(),
+        description=old.description
+        if changes.description is None
+        else _bounded(changes.description, "description", MAX_DESCRIPTION),
+        activeForm=old.activeForm
+        if changes.active_form is None
+        else _bounded(changes.active_form, "activeForm", MAX_LABEL),
+        owner=old.owner if changes.owner is None else _bounded(changes.owner, "owner", MAX_LABEL),
     )
     if status is not None:
         task = with_status(task, cast(TaskStatus, status), now)
@@ -189,21 +232,24 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     subject, one that also has the item's status is preferred, so dropping one of two
     look-alikes keeps the right id.
     """
+    if len(todos) > MAX_TASKS:
+        raise StoreError(f"todos has {len(todos):,} items; the list may hold at most {MAX_TASKS}")
     unmatched: dict[str, list[Task]] = {}
     for task in tasks:
         unmatched.setdefault(task.subject, []).append(task)
     new: list[Task] = []
     for n, item in enumerate(todos):
         where = f"todos[{n}]: "
-        subject = _subject(item.content, where)
+        subject = _subject(item.content, where, "content")
         status = cast(TaskStatus, check_status(item.status, STATUSES, where))
+        active_form = _bounded(item.active_form, "activeForm", MAX_LABEL, where)
         same = unmatched.get(subject)
         if same:
             pick = next((t for t in same if t.status == status), same[0])
             same.remove(pick)
-            base = replace(pick, activeForm=item.active_form.strip())
+            base = replace(pick, activeForm=active_form)
         else:
-            base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
+            base = Task(id=str(next_id), subject=subject, activeForm=active_form, created_at=now)
             next_id += 1
         new.append(with_status(base, status, now))
     kept = {t.id for t in new}
@@ -235,6 +281,30 @@ def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
     order = list(tasks)
     order.insert(index, order.pop(old))
     return tuple(order), old, index
+
+
+def fit_limits(tasks: Tasks) -> tuple[Tasks, list[str]]:
+    """`tasks` with every text field cut to its bound (an ellipsis at the cut), and one
+    line per field cut: for a list saved before the bounds existed, or edited by hand."""
+    notes: list[str] = []
+    fitted: list[Task] = []
+    for task in tasks:
+        cut = replace(
+            task,
+            subject=_cut(task.subject, MAX_LABEL),
+            activeForm=_cut(task.activeForm, MAX_LABEL),
+            owner=_cut(task.owner, MAX_LABEL),
+            description=_cut(task.description, MAX_DESCRIPTION),
+        )
+        for name in ("subject", "activeForm", "owner", "description"):
+            if getattr(cut, name) != getattr(task, name):
+                notes.append(f"#{short_id(task.id)} {name} ({len(getattr(task, name)):,} characters)")
+        fitted.append(cut)
+    return tuple(fitted), notes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- invariants ---------------------------------------------------

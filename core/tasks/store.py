@@ -93,6 +93,17 @@ class TaskStore:
             return cls(None, clock=clock)
         loaded, warning = read_json(path, _decode_saved)
         tasks, next_id, changes, version = loaded if loaded is not None else ((), 1, (), 0)
+        tasks, cut = rules.fit_limits(tasks)
+        if cut:  # saved before the bounds, or edited by hand: cut now, saved so at the next change
+            warning = (
+                f"The task list held text longer than its limits, cut to them: {', '.join(cut[:5])}"
+                f"{f' and {len(cut) - 5} more' if len(cut) > 5 else ''}. The full text stays in the transcript."
+            )
+        if len(tasks) > rules.MAX_TASKS:
+            warning = (warning + " " if warning else "") + (
+                f"The task list holds {len(tasks)} tasks, more than the {rules.MAX_TASKS} a list may have: "
+                "nothing is dropped, but no task can be added until some are deleted."
+            )
         return cls(
             path, tasks=tasks, next_id=next_id, warning=warning, clock=clock, user_changes=changes, version=version
         )
@@ -415,7 +426,7 @@ def _undo(tasks: tuple[Task, ...], target: history.Version) -> tuple[Task, ...]:
 
 def _decode_versioned(document: Any) -> tuple[tuple[Task, ...], int, int]:
     tasks, next_id = file_format.decode(document)
-    return tasks, next_id, file_format.decode_version(document)
+    return rules.fit_limits(tasks)[0], next_id, file_format.decode_version(document)
 
 
 def _decode_saved(document: Any) -> tuple[tuple[Task, ...], int, tuple[str, ...], int]:

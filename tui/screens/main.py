@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -437,6 +437,9 @@ class MainScreen(Screen[None]):
 
     def set_activity(self, text: str) -> None:
         self.status.set_activity(text)
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        self.status.count_down(say, seconds)
 
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")

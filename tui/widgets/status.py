@@ -9,6 +9,7 @@ ellipsis. Words are never cut in half: the activity, mode and context stay whole
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -108,6 +109,9 @@ class StatusLine(Horizontal):
         self._activity_since: float | None = None
         self._timer: Timer | None = None
         self._activity = activity
+        self._countdown: tuple[Callable[[float], str], float] | None = None
+        """While a failed request waits to be retried: what to say with the seconds left, and when the wait ends."""
+        self._countdown_timer: Timer | None = None
         self._waiting: str | None = None
         self._waiting_since = 0.0
         self._model_name = ""
@@ -169,9 +173,30 @@ class StatusLine(Horizontal):
     def set_activity(self, text: str, *, timed: bool = False) -> None:
         """`timed`: the clock counts from now (a tool call's own time) instead of from the
         start of the turn, until the next activity."""
+        self._stop_countdown()
         self._activity = text
         self._activity_since = self.clock() if timed else None
         self._fit()
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        """Show `say(seconds left)` as the activity, updated every second (animations off
+        too: it is information, not decoration) until the next `set_activity`."""
+        self._stop_countdown()
+        self._countdown = (say, self.clock() + seconds)
+        self._countdown_timer = self.set_interval(1, self._fit)
+        self._fit()
+
+    def _stop_countdown(self) -> None:
+        self._countdown = None
+        if self._countdown_timer is not None:
+            self._countdown_timer.stop()
+            self._countdown_timer = None
+
+    def _current_activity(self) -> str:
+        if self._countdown is None:
+            return self._activity
+        say, until = self._countdown
+        return say(until - self.clock())
 
     def set_waiting(self, tool: str | None) -> None:
         """While an approval is open, say so: it wins over whatever the turn reports, and
@@ -184,7 +209,7 @@ class StatusLine(Horizontal):
     def _wordings(self) -> list[_Wording]:
         """From the fullest wording to the shortest: hints go first, then the clock."""
         mode = MODE_LABELS.get(self.mode, self.mode)
-        what = f"approval · {self._waiting}" if self._waiting else self._activity
+        what = f"approval · {self._waiting}" if self._waiting else self._current_activity()
         if not self.busy:
             return [_Wording(what, f"{mode} (shift+tab)"), _Wording(what, mode)]
         since = self._waiting_since if self._waiting else (self._activity_since or self._started)

@@ -24,6 +24,7 @@ from textual.timer import Timer
 from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
 from todo_agent.core.tasks.model import Task, time_in_progress
+from todo_agent.core.tasks.rules import MAX_LABEL
 
 from ..sanitize import sanitize
 from .spinner import Spinner
@@ -419,6 +420,14 @@ class TaskPanel(Vertical):
     def _submit_add(self, event: Input.Submitted) -> None:
         event.stop()
         subject, editing = event.value.strip(), self._editing
+        if len(subject) > MAX_LABEL:  # the store would refuse it: say so, and keep what was typed to shorten
+            self.notify(
+                f"A task's subject is at most {MAX_LABEL} characters; this one is {len(subject):,}.",
+                severity="error",
+                title="Task list",
+                markup=False,
+            )
+            return
         self._close_add()
         if subject and editing is not None:
             self.post_message(self.Rename(editing, subject))
