@@ -8,7 +8,10 @@ of `key=value`:
 
 - `chunks=N` (default 2000): that many content chunks of about one token each;
 - `bytes=N,chunk=K`: an answer of about N bytes in chunks of K bytes instead;
-- `rate=R` (default 0): chunks per second; 0 writes them all at once ("burst").
+- `rate=R` (default 0): chunks per second; 0 writes them all at once ("burst");
+- `agents=K`: a fan-out instead: the main agent's first request is answered with K `Agent`
+  calls (briefs `bench child 1`…), each sub-agent's request with the streamed answer, and
+  the main agent's next request (after the results) with `LAST_MARK`.
 
 The answer mixes headings, paragraphs, lists and code fences. Its first chunk is
 `FIRST_MARK` and its last `LAST_MARK`, so a screen scraper can tell when the first and the
@@ -28,6 +31,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, TextIO
@@ -81,12 +85,25 @@ def answer_chunks(chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0)
 
 def scenario(model: str) -> dict[str, int]:
     """`chunks=2000,rate=100` → {"chunks": 2000, "rate": 100}; unknown keys are ignored."""
-    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256}
+    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "agents": 0}
     for part in model.split(","):
         key, _, value = part.partition("=")
         if key.strip() in found and value.strip().isdigit():
             found[key.strip()] = int(value)
     return found
+
+
+CHILD_BRIEF = "bench child"
+
+
+def fan_out_role(body: dict[str, Any]) -> str:
+    """In a fan-out: `stream` for a sub-agent's request, `finish` for the main agent's once
+    its calls have results, `fan_out` for its first."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    first = next((m.get("content") for m in messages if m.get("role") == "user"), "")
+    if isinstance(first, str) and first.startswith(CHILD_BRIEF):
+        return "stream"
+    return "finish" if any(m.get("role") == "tool" for m in messages) else "fan_out"
 
 
 def sse(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -122,7 +139,14 @@ class StreamServer:
             body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
             model = str(body.get("model", ""))
             self.note("request", model=model)
-            await self.stream(writer, model, scenario(model))
+            plan = scenario(model)
+            role = fan_out_role(body) if plan["agents"] else "stream"
+            if role == "fan_out":
+                await self.calls(writer, model, plan["agents"])
+            elif role == "finish":
+                await self.stream(writer, model, plan, [f"all {plan['agents']} looked {LAST_MARK}"])
+            else:
+                await self.stream(writer, model, plan)
         except (ConnectionError, asyncio.IncompleteReadError, json.JSONDecodeError):
             pass
         except asyncio.CancelledError:  # shutting down mid-stream: nothing to report
@@ -132,10 +156,29 @@ class StreamServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def stream(self, writer: asyncio.StreamWriter, model: str, plan: dict[str, int]) -> None:
+    async def calls(self, writer: asyncio.StreamWriter, model: str, count: int) -> None:
+        """The main agent's fan-out: `count` Agent calls in one answer."""
         head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + sse(model, {"role": "assistant", "content": ""}))
-        pieces = answer_chunks(plan["chunks"], plan["bytes"], plan["chunk"] if plan["bytes"] else 0)
+        for n in range(count):
+            arguments = json.dumps({"description": f"Bench {n + 1}", "prompt": f"{CHILD_BRIEF} {n + 1}"})
+            call = {
+                "index": n,
+                "id": f"call_{n + 1}",
+                "type": "function",
+                "function": {"name": "Agent", "arguments": arguments},
+            }
+            writer.write(sse(model, {"tool_calls": [call]}))
+        writer.write(sse(model, {}, "tool_calls") + usage_event(model, 50) + b"data: [DONE]\n\n")
+        await writer.drain()
+
+    async def stream(
+        self, writer: asyncio.StreamWriter, model: str, plan: dict[str, int], pieces: Sequence[str] | None = None
+    ) -> None:
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode("latin-1") + sse(model, {"role": "assistant", "content": ""}))
+        if pieces is None:
+            pieces = answer_chunks(plan["chunks"], plan["bytes"], plan["chunk"] if plan["bytes"] else 0)
         events = [sse(model, {"content": piece}) for piece in pieces]
         rate = plan["rate"]
         started = time.monotonic()

@@ -22,6 +22,10 @@ Scenarios (each a fresh launch):
            SDK, one whose start hangs) beside none; and until the status line says `mcp 2/3`.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
+- agents:  three sub-agents streaming at once (1,000 chunks at 100/s each): the key probe
+           meanwhile (p50/p99) and the CPU from Enter to the end; beside it `agents1` (one
+           sub-agent streaming) and `solo` (the main agent streaming one answer), measured
+           the same way, for the CPU ratios (todo-agent only).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ MODELS = {
     "idle": "chunks=10",
     "mcp": "chunks=10",
     "big": "bytes=2000000,chunk=256",
+    "agents": "agents=3,chunks=1000,rate=100",
+    "agents1": "agents=1,chunks=1000,rate=100",
+    "solo": "chunks=1000,rate=100",
 }
 
 
@@ -86,6 +93,9 @@ SCENARIO_APPS = {
     "keys": (BARE, TODO, TODO_HISTORY),
     "idle": (TODO, TODO_HISTORY),
     "big": (TODO,),
+    "agents": (TODO,),
+    "agents1": (TODO,),
+    "solo": (TODO,),
 }
 
 
@@ -382,6 +392,19 @@ def scenario_mcp(run: Running, server: Server) -> None:
         run.figures["mcp_2_of_3"] = run.wait_text("mcp 2/3") - run.launched
 
 
+def scenario_streams(run: Running, server: Server, prefix: str) -> None:
+    """Keys typed while the answer(s) stream, and the CPU from Enter until all of it is in."""
+    before = settle(run.pid)
+    enter = send_prompt(run, server)
+    run.wait_text(run.placeholder)
+    latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=120)
+    run.figures[f"{prefix}_done"] = time.monotonic() - enter
+    run.figures[f"{prefix}_cpu"] = settle(run.pid) - before
+    run.figures[f"{prefix}_key_p50"] = statistics.median(latencies)
+    run.figures[f"{prefix}_key_p99"] = percentile(latencies, 0.99)
+    run.figures[f"{prefix}_key_max"] = max(latencies)
+
+
 SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "launch": scenario_launch,
     "mcp": scenario_mcp,
@@ -390,6 +413,9 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "keys": scenario_keys,
     "idle": scenario_idle,
     "big": scenario_big,
+    "agents": lambda run, server: scenario_streams(run, server, "agents3"),
+    "agents1": lambda run, server: scenario_streams(run, server, "agents1"),
+    "solo": lambda run, server: scenario_streams(run, server, "solo"),
 }
 
 

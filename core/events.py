@@ -178,6 +178,60 @@ class Error:
     message: str
 
 
+AgentStatus = Literal["completed", "partial", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class AgentStarted:
+    """A sub-agent an `Agent` call started: first while it waits for a free slot
+    (`waiting`), then again when it runs."""
+
+    agent_id: str
+    """Its name, e.g. `explore-2`: its type and a number unique in the session."""
+    agent_type: str
+    description: str
+    call_id: str
+    """The `Agent` call of the parent that runs it."""
+    task_id: str | None
+    """The task it claimed, if any."""
+    transcript: str
+    """Where its own transcript is written."""
+    waiting: bool = False
+    prompt: str = ""
+    """Its first message (the brief and its task), once it runs."""
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One event of a sub-agent's own turn (its text, tool calls, usage, notices), as it happens."""
+
+    agent_id: str
+    call_id: str
+    event: Event
+
+
+@dataclass(frozen=True)
+class AgentFinished:
+    """A sub-agent ended; what its `Agent` call returns, measured by the harness."""
+
+    agent_id: str
+    call_id: str
+    task_id: str | None
+    status: AgentStatus
+    """`completed` only when the run ended cleanly (and marked its task completed)."""
+    reason: str
+    """Why it ended as it did, in a few words (`max_turns`, `stopped by you`, …)."""
+    summary: str
+    files: tuple[str, ...]
+    """`path  +A −R` per file it changed, from its task's change record."""
+    tools: int
+    turns: int
+    """Model requests it made."""
+    tokens: int
+    """Prompt and completion tokens of all its requests."""
+    elapsed: float
+
+
 @dataclass(frozen=True)
 class TurnEnd:
     """The turn is over. `reason` tells why.
@@ -206,6 +260,9 @@ Event = (
     | Compacted
     | Error
     | TurnEnd
+    | AgentStarted
+    | AgentEvent
+    | AgentFinished
 )
 
 # Events that a tool batch may emit several times; only the last of each kind matters.

@@ -8,6 +8,12 @@ Creating a runtime is fast and never imports `openai`: the model client is built
 first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
 `warm_up()` first asks a configured server about itself (`core/model/server.py`): its
 context window, when no `context_window` is set, and its model, when none was chosen.
+
+Sub-agents (`core/agents/`): the agent types are read once (built-ins and agent files),
+the `Agent` tool joins the tools, and each session gets a `Team` that runs the sub-agents
+its `Agent` calls start (rebuilt with the agent on `/new` and resume). Opening a session's
+task list gives back the claims of sub-agents whose process died. With `--task-list NAME`
+the session works a shared list instead of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .agents.definitions import AgentType, load_types
+from .agents.notes import team_note_provider
+from .agents.recovery import release_dead_claims
+from .agents.state import AgentRow
+from .agents.team import Parent, Team, TeamSettings
+from .agents.tool import agent_tool
 from .changes import rewind
 from .changes.log import ChangeLog
 from .changes.recorder import attribution_observer, change_observers
@@ -36,15 +48,15 @@ from .mcp.manager import McpManager
 from .mcp.results import results_dir
 from .mcp.server import McpServer
 from .mcp.tools import SCHEMA_SHARE, ToolSet
-from .model.base import ChatModel, Message, StreamItem
+from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
 from .permissions.rules import Rule
-from .session.directory import SessionInfo, find_session, latest_session, list_sessions
+from .session.directory import SessionError, SessionInfo, find_session, latest_session, list_sessions, task_list_path
 from .session.transcript import Session, TranscriptItem
-from .settings import Config, project_settings_path
+from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
@@ -151,7 +163,16 @@ class Runtime:
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
         self._results_rule: Rule | None = None
-        builtin = build_tools(config.tasks_version)
+        self.agent_types, self.agent_warnings = load_types(config.workspace, user_settings_path().parent, Path.home())
+        builtin = [
+            *build_tools(config.tasks_version),
+            agent_tool(
+                lambda: self.team,
+                self.agent_types,
+                parallel=config.max_parallel_agents,
+                max_turns=config.agent_max_turns,
+            ),
+        ]
         self.permissions = PermissionPolicy.from_strings(
             config.workspace, config.permission_mode, config.allow, config.deny, builtin
         )
@@ -229,12 +250,20 @@ class Runtime:
         ]
 
     def _open_task_files(self) -> None:
-        """The session's task list and record of changes, finishing an interrupted rewind."""
-        self.store = TaskStore.load(self.session.tasks_path)
+        """The session's task list (or the shared one) and record of changes, finishing an
+        interrupted rewind and giving back the claims of sub-agents whose process died."""
+        shared = self.config.task_list
+        self.store = TaskStore.load(task_list_path(shared) if shared else self.session.tasks_path)
         if self.mcp.configured:
             self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
         self.recovered = rewind.recover(self.changes, self.store)
+        released = release_dead_claims(self.store, self.changes, self.session.id)
+        self.released = [
+            f'#{t.id} "{t.subject}" was being worked on by {t.attempts[-1].agent} when its process ended; it is '
+            "pending again, the attempt recorded"
+            for t in released
+        ]
 
     @classmethod
     def create(
@@ -309,6 +338,9 @@ class Runtime:
             notices.append(Notice(self.changes.warning, "warning"))
         if self.recovered:
             notices.append(Notice(self.recovered, "warning"))
+        notices += [Notice(text, "warning") for text in (*self.released, *self.agent_warnings)]
+        if self.config.task_list:
+            notices.append(Notice(f"task list: the shared list {self.config.task_list!r} ({self.store.path})"))
         return notices
 
     def _resumed_notice(self) -> str:
@@ -411,6 +443,64 @@ class Runtime:
             return False
         self.agent.interrupt()
         return True
+
+    async def refresh_tasks(self) -> bool:
+        """Take in what another process saved to a shared list; whether the list changed."""
+        saved = await asyncio.to_thread(self.store.peek)
+        return saved is not None and self.store.adopt(saved)
+
+    def compact_soon(self, focus: str = "") -> None:
+        """`/compact` while a turn runs (its sub-agents at work): before its next request."""
+        self.agent.compact_soon(focus)
+
+    # --- sub-agents --------------------------------------------------------------------
+
+    def agents(self) -> list[AgentRow]:
+        """This session's sub-agents, running and finished, for the panel."""
+        return self.team.rows()
+
+    def stop_agent(self, agent_id: str) -> bool:
+        """Stop one sub-agent (its running command is killed); its siblings go on."""
+        return self.team.stop(agent_id)
+
+    def agent_transcript(self, agent_id: str) -> list[TranscriptItem] | None:
+        """What a sub-agent of this session did, read from its transcript; None if unknown."""
+        path = self.team.transcript_path(agent_id)
+        if path is None:
+            return None
+        try:
+            return Session.view(path).transcript
+        except SessionError:
+            return None
+
+    def agent_results(self) -> list[dict[str, Any]]:
+        """Every sub-agent of this session with how it ended (for `-p --output-format json`)."""
+        return [
+            {
+                "agent_id": r.agent_id,
+                "agent_type": r.agent_type,
+                "description": r.description,
+                "task_id": r.task_id,
+                "status": r.status,
+                **{k: v for k, v in r.details.items() if k not in ("agent_id", "task_id", "status")},
+            }
+            for r in self.team.records()
+        ]
+
+    def child_model(self, kind: AgentType, about: str) -> ChatModel:
+        """A sub-agent's model: a script's own part for it, the type's model on the same
+        server, or the main agent's."""
+        base = self.model.get()
+        if isinstance(base, ScriptsAgents):
+            return base.for_agent(about)
+        if kind.model and not self.config.scripted:
+            return create_model(
+                kind.model,
+                base_url=self.config.base_url,
+                api_key=self.config.api_key,
+                first_byte_timeout=self.config.first_byte_timeout,
+            )
+        return self.model
 
     def set_mode(self, mode: PermissionMode) -> None:
         self.permissions.mode = mode
@@ -533,10 +623,25 @@ class Runtime:
 
     def _make_agent(self) -> Agent:
         self.counter.forget()
+        self.team = Team(
+            Parent(
+                self.config.workspace,
+                self.store,
+                self.changes,
+                self.session,
+                lambda: self.agent,
+                self.child_model,
+                lambda line: build_system_context(self.config.workspace, line).prompt,
+                self.hooks,
+            ),
+            self.agent_types,
+            TeamSettings(self.config.max_parallel_agents, self.config.agent_max_turns),
+        )
         taken, recorded = change_observers(self.changes, self.store)
         lifecycle = Lifecycle(
             before_request=[
                 task_reminder_provider(self.store, self.config.reminder_interval),
+                team_note_provider(self.team.records),
                 *([images_provider(self.mcp.pending_images)] if self.mcp.images else []),
             ],
             turn_end=[unfinished_stop_check(self.store)],
@@ -563,4 +668,5 @@ class Runtime:
             ),
             budget=self.budget,
             counter=self.counter,
+            files=self.team.main_ledger(),
         )

@@ -60,6 +60,9 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_output_tokens": int,
     "max_turns": int,
     "max_repeated_calls": int,
+    "max_parallel_agents": int,
+    "agent_max_turns": int,
+    "task_list": str,
     "request_retries": int,
     "request_retry_wait": (int, float),
     "reminder_interval": int,
@@ -78,6 +81,14 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
 
 class SettingsError(Exception):
     pass
+
+
+_LIST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def valid_list_name(name: str) -> bool:
+    """A shared task list's name (`--task-list`): one safe file name."""
+    return _LIST_NAME.fullmatch(name) is not None
 
 
 def user_settings_path() -> Path:
@@ -213,6 +224,9 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
     "max_turns": _when(lambda v: v >= 1, "'max_turns' must be >= 1"),
     "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
+    "max_parallel_agents": _when(lambda v: 1 <= v <= 16, "'max_parallel_agents' must be between 1 and 16"),
+    "agent_max_turns": _when(lambda v: v >= 1, "'agent_max_turns' must be >= 1"),
+    "task_list": _when(valid_list_name, "'task_list' must be letters, digits, '.', '_' or '-'"),
     "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
     "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
     "ui": _check_ui,
@@ -243,6 +257,13 @@ class Config:
     """Model requests in one user turn before the agent stops."""
     max_repeated_calls: int = 5
     """Identical tool calls in a row that stop a turn as a loop; 0 turns the guard off."""
+    max_parallel_agents: int = 3
+    """Sub-agents running at once; more `Agent` calls wait for a free slot."""
+    agent_max_turns: int = 30
+    """A sub-agent's model requests when its `Agent` call does not say."""
+    task_list: str | None = None
+    """A shared task list's name (`--task-list`, `TODO_AGENT_TASK_LIST`): the session
+    works that list instead of its own, with every other process using it."""
     request_retries: int = 6
     """Retries of a request that failed in a way that may pass (503, 429, a dropped connection)."""
     request_retry_wait: float = 60.0
@@ -319,6 +340,12 @@ def load_config(
     config.tasks_version = cast(TaskVersion, flags.get("tasks", config.tasks_version))
     config.context_window = flags.get("context_window", config.context_window)
     config.max_turns = flags.get("max_turns", config.max_turns)
+    config.task_list = flags.get("task_list") or env.get("TODO_AGENT_TASK_LIST") or config.task_list
+    if config.task_list is not None and not valid_list_name(config.task_list):
+        config.warnings.append(
+            f"task list name {config.task_list[:64]!r} ignored: use letters, digits, '.', '_' or '-'"
+        )
+        config.task_list = None
     return config
 
 
@@ -400,6 +427,9 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
     config.max_turns = data.get("max_turns", config.max_turns)
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)
+    config.max_parallel_agents = data.get("max_parallel_agents", config.max_parallel_agents)
+    config.agent_max_turns = data.get("agent_max_turns", config.agent_max_turns)
+    config.task_list = data.get("task_list", config.task_list)
     config.request_retries = data.get("request_retries", config.request_retries)
     config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))
     permissions = data.get("permissions", {})

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
     parser.add_argument(
+        "--task-list",
+        metavar="NAME",
+        help="work the shared task list NAME (with every todo-agent that names it) instead of the session's own",
+    )
+    parser.add_argument(
         "--allow-project-hooks",
         action="store_true",
         help="run the hooks in .todo-agent/settings.toml without asking (needed for them in -p mode)",
@@ -123,6 +128,7 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "allow_project_hooks": args.allow_project_hooks or None,
         "mcp_config": args.mcp_config,
         "allow_project_mcp": args.allow_project_mcp or None,
+        "task_list": args.task_list,
     }
     try:
         config = load_config(workspace, flags=flags, headless=args.prompt is not None)

@@ -24,6 +24,12 @@ project server not accepted: `--allow-project-mcp`) is one line on stderr, and t
 result's `mcp_servers` lists every server with its state. All of them, and their process
 groups, are stopped when the run ends, however it ends.
 
+Sub-agents: every call they would ask about is denied, as the main agent's are, so none
+waits for an answer. In text mode each one's start and end is a line on stderr; in
+`stream-json` each of its events is a line carrying its `agent_id` (and the `call_id` of
+the `Agent` call that runs it); the `json` result lists them (`agents`), and `usage`
+counts their tokens too.
+
 A request that fails in a way that may pass (a server busy, restarting or rate limiting,
 a dropped connection) is retried after a wait, each wait one line on stderr
 (`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
@@ -43,7 +49,20 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, Retrying, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
+    Compacted,
+    Error,
+    Event,
+    HookResult,
+    Notice,
+    Retrying,
+    TasksUpdated,
+    TurnEnd,
+    Usage,
+)
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
@@ -53,6 +72,8 @@ EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    if isinstance(event, AgentEvent):  # a sub-agent's own event, named as it is and tagged with who
+        return {**event_to_json(event.event), "agent_id": event.agent_id, "call_id": event.call_id}
     data = dataclasses.asdict(event)
     return {"type": type(event).__name__, **data}
 
@@ -70,7 +91,11 @@ class _Tally:
     last_listing: str = ""
 
     def feed(self, event: Event) -> None:
-        if isinstance(event, Error):
+        if isinstance(event, AgentEvent):
+            self._feed_agent(event)
+        elif isinstance(event, AgentStarted | AgentFinished):
+            self._agent_line(event)
+        elif isinstance(event, Error):
             self.errors.append(event.message)
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
@@ -94,6 +119,29 @@ class _Tally:
             if listing != self.last_listing:  # per-call attribution updates change no line here
                 print(sanitize(listing), file=self.err)
                 self.last_listing = listing
+
+    def _feed_agent(self, wrapped: AgentEvent) -> None:
+        """A sub-agent's event: its tokens count, its plan changes print; its text does not."""
+        event = wrapped.event
+        if isinstance(event, Usage):
+            self.prompt_tokens += event.prompt_tokens
+            self.completion_tokens += event.completion_tokens
+        elif isinstance(event, TasksUpdated):
+            self.feed(event)
+        elif isinstance(event, Error):
+            print(f"todo-agent: {wrapped.agent_id}: error: {sanitize(event.message)}", file=self.err)
+        elif isinstance(event, Notice) and event.level != "info":
+            print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.text)}", file=self.err)
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.describe())}", file=self.err)
+
+    def _agent_line(self, event: AgentStarted | AgentFinished) -> None:
+        if isinstance(event, AgentStarted):
+            if not event.waiting:
+                task = f" on task #{event.task_id}" if event.task_id else ""
+                print(f"todo-agent: {event.agent_id} started{task}: {sanitize(event.description)}", file=self.err)
+            return
+        print(f"todo-agent: {event.agent_id} {event.status} ({sanitize(event.reason)})", file=self.err)
 
 
 PIPE_CLOSED = 141
@@ -181,6 +229,8 @@ async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: 
                 "mcp_servers": runtime.mcp_report(),
                 # Each task with the files it changed (path, created/modified/deleted, lines +/−).
                 "tasks": [{**dataclasses.asdict(t), "files": runtime.files_changed(t.id)} for t in runtime.tasks()],
+                # Each sub-agent of the session: how it ended, what it changed, what it cost.
+                "agents": runtime.agent_results(),
             }
         )
     return PIPE_CLOSED if output.closed else code

@@ -37,6 +37,11 @@ Script items (dicts):
 - `{"stall": true}` alone: read the request and never answer (for timeouts).
 - `{"drop": true}`: read the request and close the connection without a word, as llama.cpp
   does to a request on a kept-alive connection it has already closed.
+- Any item may carry `"match": "text"`: it then answers only a request whose first user
+  message contains that text (a sub-agent's brief), whatever order requests arrive in; a
+  request takes the first unused item that matches it, else the first unused item without
+  `match`. `"chunk_delay": s` waits `s` seconds between streamed chunks (so several
+  streams overlap); `max_streaming` records the most streams ever open at once.
 
 Server-wide options (`FakeOpenAIServer(..., option=...)`):
 
@@ -226,6 +231,10 @@ class FakeOpenAIServer:
         self.aborted = asyncio.Event()
         """Set when a client closed a connection before its streamed answer ended."""
         self.used = 0
+        self._taken: set[int] = set()
+        self.streaming = 0
+        self.max_streaming = 0
+        """The most answers streaming at the same moment (several sub-agents at once)."""
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -339,12 +348,14 @@ class FakeOpenAIServer:
         if self.without_tools is not None and not body.get("tools"):
             await self._stream(body, self.without_tools, reader, writer)
             return
-        if self.used >= len(self.responses):
+        index = self._pick(body)
+        if index is None:
             message = f"request {number} arrived after the script's {len(self.responses)} responses ran out"
             self.violations.append(message)
             await self._send_error(writer, 500, message, retry=False)
             return
-        item = self.responses[self.used]
+        item = self.responses[index]
+        self._taken.add(index)
         self.used += 1
         if "http_error" in item:
             status = int(item["http_error"])
@@ -361,6 +372,16 @@ class FakeOpenAIServer:
             self.aborted.set()
         else:
             await self._stream(body, item, reader, writer)
+
+    def _pick(self, body: Mapping[str, Any]) -> int | None:
+        """The script item for this request: the first unused one whose `match` is in its
+        first user message, else the first unused one without a `match`."""
+        first = next((m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"), {})
+        text = first.get("content") if isinstance(first.get("content"), str) else ""
+        free = [n for n in range(len(self.responses)) if n not in self._taken]
+        matched = [n for n in free if "match" in self.responses[n] and str(self.responses[n]["match"]) in text]
+        plain = [n for n in free if "match" not in self.responses[n]]
+        return (matched or plain or [None])[0]
 
     async def _send_json(
         self, writer: asyncio.StreamWriter, status: int, payload: Any, headers: Mapping[str, str] | None = None
@@ -404,10 +425,18 @@ class FakeOpenAIServer:
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         if not self.send_usage:
             item = {**item, "usage": None}
-        for event in _events(body, item, len(self.requests)):
-            data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-            await writer.drain()
+        delay = float(item.get("chunk_delay", 0))
+        self.streaming += 1
+        self.max_streaming = max(self.max_streaming, self.streaming)
+        try:
+            for event in _events(body, item, len(self.requests)):
+                data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                await writer.drain()
+                if delay:
+                    await asyncio.sleep(delay)
+        finally:
+            self.streaming -= 1
         if item.get("stall"):
             await reader.read()
             self.aborted.set()

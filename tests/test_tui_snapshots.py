@@ -19,6 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
+from todo_agent.core.agents import child
 from todo_agent.core.engine import batch
 from todo_agent.core.events import Notice
 from todo_agent.core.model.scripted import ScriptedModel
@@ -67,6 +68,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: FROZEN_NOW))
     # Tool run times: a check that takes a second on a loaded machine would add "· 1.0s".
     monkeypatch.setattr(batch, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW))
+    monkeypatch.setattr(child, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW, time=lambda: FROZEN_NOW))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
 
@@ -85,8 +87,8 @@ def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config:
     """The demo project on the demo script. `idle`: the picture is taken before any prompt,
     so the model has no steps (every script is played to its end, `tests/conftest.py`)."""
     project, script = demo
-    steps = [] if idle else script["steps"]
-    model = ScriptedModel.from_data({"steps": steps}, label="script:demo_script.json")
+    steps, agents = ([], []) if idle else (script["steps"], script["agents"])
+    model = ScriptedModel.from_data({"steps": steps, "agents": agents}, label="script:demo_script.json")
     app = make_app(project, model, **config)
     assert app.runtime is not None
     app.runtime.store.clock = lambda: FROZEN_NOW
@@ -96,8 +98,13 @@ def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config:
 async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     app = pilot.app
     await send(pilot, prompt)
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
-    await pilot.press("1")  # the Edit
+    for tool in ("Write", "Edit"):  # the README sub-agent's Write, then the main agent's Edit
+
+        def asks(tool: str = tool) -> bool:
+            return isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == tool
+
+        await wait_until(pilot, asks)
+        await pilot.press("1")
     await wait_until(
         pilot,
         lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == "Bash",

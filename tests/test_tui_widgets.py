@@ -44,6 +44,12 @@ class Host(App[None]):
     def on_task_panel_move(self, message: TaskPanel.Move) -> None:
         self.posted.append(message)
 
+    def on_task_panel_open_agent(self, message: TaskPanel.OpenAgent) -> None:
+        self.posted.append(message)
+
+    def on_task_panel_stop_agent(self, message: TaskPanel.StopAgent) -> None:
+        self.posted.append(message)
+
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
         self.posted.append(message)
 
@@ -172,7 +178,8 @@ async def test_task_panel_keys_post_edits() -> None:
         panel.list_view.focus()
         panel.list_view.index = 0
         await pilot.press("space")
-        await pilot.press("down", "x")
+        await pilot.press("down", "space")
+        await pilot.press("o", "x")  # the task's sub-agent: its transcript, stop it
         await pilot.press("d")
         await pilot.press("shift+down", "K", "J", "shift+up")
         await pilot.press("a", *"Write docs", "enter")
@@ -181,6 +188,8 @@ async def test_task_panel_keys_post_edits() -> None:
         assert host.posted == [
             TaskPanel.StatusChange("1", "pending"),
             TaskPanel.StatusChange("2", "completed"),
+            TaskPanel.OpenAgent("2"),
+            TaskPanel.StopAgent("2"),
             TaskPanel.Delete("2"),
             TaskPanel.Move("2", 1),
             TaskPanel.Move("2", -1),

@@ -97,6 +97,7 @@ class TodoAgentApp(App[int]):
         self.runtime = None if isinstance(target, Config) else target
         self.config = target if isinstance(target, Config) else target.config
         self.broker = broker or ApprovalBroker()
+        self.broker.on_waiting = self._approvals_waiting
         if self.runtime is not None and self.runtime.approver is None:
             # A runtime built without an approver would deny everything that asks; ask here.
             self.runtime.set_approver(self.broker.approve)
@@ -275,6 +276,12 @@ class TodoAgentApp(App[int]):
     def _is_priority_key(self, key: str) -> bool:
         return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))
 
+    def _approvals_waiting(self, waiting: int) -> None:
+        """More requests joined (or left) the queue: the open dialog counts those behind it."""
+        screen = _approval_screen(self.screen_stack[-1]) if self.screen_stack else None
+        if screen is not None:
+            screen.set_queued(max(0, waiting - 1))
+
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
         from .screens.approval import ApprovalScreen
         from .screens.main import MainScreen
@@ -285,13 +292,13 @@ class TodoAgentApp(App[int]):
         conversation = main.conversation if main is not None else None
         if status is not None:  # the clock keeps running, but the wait is the person's, not the tool's
             status.set_waiting(request.tool)
-        if conversation is not None:  # and the call's block says so too, not "running…"
+        if conversation is not None and not request.agent:  # and the call's block says so too, not "running…"
             conversation.set_waiting(request.tool)
 
         def answered(answer: ApprovalAnswer | None) -> None:
             if status is not None:
                 status.set_waiting(None)
-            if conversation is not None:
+            if conversation is not None and not request.agent:
                 conversation.set_waiting(None)
             resolve(answer)
 

@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
     AssistantMessage,
     Compacted,
     Compacting,
@@ -73,6 +76,9 @@ class ConversationUI(Protocol):
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
 
+    async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
+        """A sub-agent started, did something in its own turn, or ended."""
+
 
 def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
     """A notice, or a hook that blocked or failed (a hook that ran fine says nothing)."""
@@ -95,6 +101,8 @@ class EventHandler:
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
             await self._compaction(event)
+        elif isinstance(event, AgentStarted | AgentEvent | AgentFinished):
+            await self.ui.agent_update(event)
         elif isinstance(event, ResponseDiscarded | Retrying):
             await self._retry(event)
         else:

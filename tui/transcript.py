@@ -45,6 +45,8 @@ class ToolEntry:
     status: ToolStatus = "running"
     output: str = ""
     elapsed: float = 0.0
+    progress: str = ""
+    """While it runs, what it is doing (an `Agent` call: its sub-agent's live line)."""
 
 
 @dataclass

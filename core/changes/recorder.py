@@ -5,6 +5,8 @@ declares it writes (or, for Bash and any tool that does not say, a scan of the
 workspace) are taken; after it ran, whatever changed is
 recorded against that task and saved. Tools outside the workspace are not recorded.
 Every other call counts to the task in progress too: its tool count and time in the panel.
+Each agent has its own observers: a sub-agent's work goes to the task it claimed (or, with
+none, to a record of its own, `@<agent>`), the main agent's to its own task in progress.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..events import Event, Notice, TasksUpdated
@@ -19,15 +22,22 @@ from .scan import Scan
 
 if TYPE_CHECKING:
     from ..lifecycle import ToolObserver, ToolRecord, ToolStartObserver
+    from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
     from .log import ChangeLog, Content
 
 log = logging.getLogger(__name__)
 
+Target = Callable[[], "str | None"]
+"""Which record a change goes to now: a task id, or None for none."""
 
-def change_observers(changes: ChangeLog, store: TaskStore) -> tuple[ToolStartObserver, ToolObserver]:
-    """(`tool_start`, `tool_done`) observers that feed `changes`."""
-    recorder = _Recorder(changes, store)
+
+def change_observers(
+    changes: ChangeLog, store: TaskStore, target: Target | None = None
+) -> tuple[ToolStartObserver, ToolObserver]:
+    """(`tool_start`, `tool_done`) observers that feed `changes`; `target` says which
+    record (default: the main agent's task in progress)."""
+    recorder = _Recorder(changes, store, target)
     return recorder.start, recorder.done
 
 
@@ -38,24 +48,29 @@ class _Recorder:
     a symlink loop where a file was never hangs or ends the turn. Anything that still goes
     wrong becomes a warning with the call's results, never a lost turn."""
 
-    def __init__(self, changes: ChangeLog, store: TaskStore) -> None:
+    def __init__(self, changes: ChangeLog, store: TaskStore, target: Target | None = None) -> None:
         self.changes = changes
         self.store = store
+        self.target = target or self._main_task
         self.pending: dict[str, tuple[str, Scan | list[tuple[str, Content]]]] = {}
         self.failed: dict[str, str] = {}
 
-    async def start(self, record: ToolRecord) -> None:
+    def _main_task(self) -> str | None:
         task = self.store.current()
-        if task is None or record.kind not in ("edit", "execute"):
+        return task.id if task is not None else None
+
+    async def start(self, record: ToolRecord) -> None:
+        key = self.target()
+        if key is None or record.kind not in ("edit", "execute"):
             return
         try:
             if record.kind == "edit" and record.writes:  # the files it declares it writes
                 taken = await asyncio.to_thread(lambda: [t for raw in record.writes if (t := self.take(raw))])
                 if taken:
-                    self.pending[record.call_id] = (task.id, taken)
+                    self.pending[record.call_id] = (key, taken)
                 return
             # A command, or a tool that does not say what it writes: look at the whole workspace.
-            self.pending[record.call_id] = (task.id, await asyncio.to_thread(self.changes.scan))
+            self.pending[record.call_id] = (key, await asyncio.to_thread(self.changes.scan))
         except Exception as exc:  # a record is worth a warning, never the turn
             log.exception("could not take the files before %s", record.name)
             self.failed[record.call_id] = f"{type(exc).__name__}: {exc}"
@@ -89,11 +104,12 @@ class _Recorder:
         return None if item is None else TasksUpdated(self.store.snapshot())  # the panel's `N files · +A −R`
 
 
-def attribution_observer(store: TaskStore) -> ToolObserver:
-    """A `tool_done` observer counting every non-task tool call to the task in progress."""
+def attribution_observer(store: TaskStore, by: AgentRef | None = None) -> ToolObserver:
+    """A `tool_done` observer counting every non-task tool call to `by`'s task in progress
+    (None: the main agent's)."""
 
     async def observe(record: ToolRecord) -> TasksUpdated | None:
-        if record.kind == "task" or await store.record_tool_call(record.elapsed) is None:
+        if record.kind == "task" or await store.record_tool_call(record.elapsed, by) is None:
             return None
         return TasksUpdated(store.snapshot())  # the panel's per-task counts; coalesced per batch
 

@@ -8,6 +8,12 @@ that may need approval runs alone, in order, after the awaited approval. Events 
 tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
 yields at most one event of each coalescable kind (its final state).
 
+Consecutive calls of a fan-out tool (`Agent`: each runs a sub-agent) run side by side,
+each gated and decided on its own; while they run, the events they show live (`ctx.live`:
+a sub-agent's progress) are yielded as they come, not held until the batch ends. An
+interrupt cancels them; what each had done by then (`ctx.interrupted_output`) becomes its
+result, after "cancelled".
+
 Lifecycle gates (`PreToolUse`/`PostToolUse` hooks): `before_tool` is asked first, ahead
 of the permission check, as in Claude Code (a hook can refuse a call nobody has been
 asked about yet, and the person is never asked about a call a hook refuses); a block
@@ -22,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -60,6 +66,10 @@ class Prepared:
         # Only file/search reads overlap. Task tools run in order, so a TaskList after a
         # TaskCreate in the same response sees the new task.
         return self.error is None and self.tool is not None and self.tool.kind == "read"
+
+    @property
+    def fans_out(self) -> bool:
+        return self.error is None and self.tool is not None and self.tool.fan_out
 
 
 Status = Literal["ok", "error", "denied", "cancelled"]
@@ -107,6 +117,9 @@ class BatchRunner:
         self.rejected = False
         self.queued: list[Event] = []
         self.answered: set[str] = set()
+        self.partial: dict[str, str] = {}
+        """Call id → what an interrupted call had done (its `ctx.interrupted_output`)."""
+        self._live: asyncio.Queue[Event] = asyncio.Queue()
 
     async def run(self) -> AsyncIterator[Event]:
         position = 0
@@ -115,6 +128,10 @@ class BatchRunner:
             position += len(group)
             for item in group:
                 yield self._started(item)
+            if group[0].fans_out:  # each call is finished as it ends, among the live events
+                async for shown in self._showing_live(self._fan_out(group)):
+                    yield shown
+                continue
             if len(group) == 1:
                 outcomes = [await self._run_one(group[0])]
             else:
@@ -132,13 +149,58 @@ class BatchRunner:
             yield event
 
     def cancel_remaining(self) -> list[Event]:
-        """After an interrupt: finish every unanswered call as cancelled, then flush."""
+        """After an interrupt: finish every unanswered call as cancelled (with what it had
+        done, when it said), then flush."""
         events: list[Event] = [
-            self._finish(item, Outcome(CANCELLED, "cancelled"))
+            self._finish(item, Outcome(_cancelled(self.partial.get(item.call.id, "")), "cancelled"))
             for item in self.prepared
             if item.call.id not in self.answered
         ]
         return events + self.flush_events()
+
+    async def _fan_out(self, group: Sequence[Prepared]) -> None:
+        """Run the calls side by side, each finished (its result in history and shown) as
+        soon as it ends: one sub-agent's result does not wait for its slower siblings, so
+        results enter history in the order they come. Cancelled, it returns only once every
+        call has wound down: each may be settling its sub-agent (a gather without
+        `return_exceptions` would end with the first call that re-raised)."""
+
+        async def one(item: Prepared) -> None:
+            outcome = await self._run_one(item)
+            for event in outcome.events:
+                self._live.put_nowait(event)
+            self._live.put_nowait(self._finish(item, outcome))
+
+        done = await asyncio.gather(*(one(item) for item in group), return_exceptions=True)
+        for failure in done:
+            if isinstance(failure, BaseException):
+                raise failure
+
+    async def _showing_live(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+        """Await `work`, yielding the events its calls show live meanwhile. Cancelled, it
+        cancels `work` and waits for it to wind down (so every call can say what it had
+        done); events shown meanwhile go out with the rest of the batch."""
+        running = asyncio.ensure_future(work)
+        try:
+            while True:
+                arrival = asyncio.ensure_future(self._live.get())
+                await asyncio.wait({running, arrival}, return_when=asyncio.FIRST_COMPLETED)
+                if arrival.done():
+                    yield arrival.result()
+                    while not self._live.empty():  # what came meanwhile, without a wait per event
+                        yield self._live.get_nowait()
+                    continue
+                arrival.cancel()
+                while not self._live.empty():
+                    yield self._live.get_nowait()
+                running.result()  # raises what the calls raised
+                return
+        finally:
+            if not running.done():
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
+            while not self._live.empty():
+                self.queued.append(self._live.get_nowait())
 
     def flush_events(self) -> list[Event]:
         last_of_kind: dict[type, int] = {}
@@ -171,8 +233,12 @@ class BatchRunner:
         return Prepared(call, tool, args, None, checked)
 
     def _next_group(self, start: int) -> list[Prepared]:
-        """The calls to run next, from `start`: the reads there that are allowed right now
-        (decided now, after everything before them has run), or else the one call there."""
+        """The calls to run next, from `start`: the fan-out calls there, or the reads there
+        that are allowed right now (decided now, after everything before them has run), or
+        else the one call there."""
+        rest = self.prepared[start:]
+        if rest[0].fans_out:
+            return rest[: next((n for n, item in enumerate(rest) if not item.fans_out), len(rest))]
         group: list[Prepared] = []
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
@@ -282,6 +348,8 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
+        if item.tool.fan_out:  # only these calls are awaited while their events are shown
+            ctx.live = self._live.put_nowait
         self.queued.extend(await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False)))
         started = time.monotonic()
         try:
@@ -292,6 +360,8 @@ class BatchRunner:
             # Interrupted (esc): what the call did until then still belongs to its task
             # (the files a command changed, to review and rewind; its time).
             self.queued.extend(ctx.pending_events)
+            if ctx.interrupted_output:
+                self.partial[item.call.id] = ctx.interrupted_output
             record = self._record(item, time.monotonic() - started, True)
             self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
             raise
@@ -338,6 +408,10 @@ class BatchRunner:
             outcome.elapsed,
             self._summary(item),
         )
+
+
+def _cancelled(done: str) -> str:
+    return f"{CANCELLED}. What it had done by then:\n{done}" if done else CANCELLED
 
 
 def _with_events(outcome: Outcome, earlier: Outcome | None) -> Outcome:

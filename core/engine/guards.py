@@ -11,6 +11,8 @@
   status` or `tail -5 build.log` while something runs, a health check, a Read of a file
   that changed in between) is not a repeat, however often it is made: the count starts
   again.
+- A turn makes at most `max_turns` model requests (`RequestBudget`), its sub-agents'
+  requests included: a model that fans out without end runs out of the same budget.
 """
 
 from __future__ import annotations
@@ -134,3 +136,27 @@ def _named(call: ToolCall, tools: Sequence[Tool]) -> str:
     if len(shown) > _NAMED_WIDTH:
         shown = shown[: _NAMED_WIDTH - 1] + "…"
     return f"{call.name}({shown})"
+
+
+@dataclass
+class RequestBudget:
+    """Model requests one turn may make. A sub-agent has one of its own (its `max_turns`)
+    and also spends from its parent's turn: every request counts to the session's limit."""
+
+    limit: int
+    used: int = 0
+    by_agents: int = 0
+    """Of `used`, the requests sub-agents made."""
+
+    def spend(self, *, by_agent: bool = False) -> bool:
+        """Take one request; False (and nothing taken) when none is left."""
+        if self.used >= self.limit:
+            return False
+        self.used += 1
+        self.by_agents += by_agent
+        return True
+
+    def exhausted(self, what: str) -> str:
+        """Why a turn stopped at this budget, for the person."""
+        theirs = f", {self.by_agents} of them by sub-agents" if self.by_agents else ""
+        return f"stopped after {self.limit} model requests {what} (max_turns){theirs}"

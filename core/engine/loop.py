@@ -57,13 +57,15 @@ from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
 from ..session.transcript import Session
+from ..tasks.model import AgentRef
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
+from ..tools.ledger import FileLedger
 from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
-from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, RequestBudget, refusals, stop_notice
 from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ class AgentOptions:
     """Seconds before the first retry; doubles each time, with jitter."""
     retry_max_wait: float = 60.0
     """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
+    shared: RequestBudget | None = None
+    """For a sub-agent: its parent's turn budget, which its requests also spend."""
 
 
 @dataclass
@@ -103,6 +107,14 @@ class Agent:
     context_tokens: int = 0
     """Prompt plus completion tokens of the latest response (or the estimated size of the
     history, after a resume or a compaction): how full the context is."""
+    agent: AgentRef | None = None
+    """Who this agent is on the plan: None for the main agent, else the sub-agent."""
+    files: FileLedger = field(default_factory=FileLedger)
+    """What this agent last read of each file (Edit and Write refuse a stale one)."""
+    requests: RequestBudget | None = None
+    """The running turn's request budget (its sub-agents spend from it too)."""
+    _compact_soon: str | None = field(default=None, repr=False)
+    """A `/compact` asked for while the turn runs: its focus, done before the next request."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
     _max_tokens: int = field(default=0, repr=False)
     """`max_tokens` of the latest request."""
@@ -159,6 +171,11 @@ class Agent:
             self._repair()
             self.busy, self._task, self._batch = False, None, None
 
+    def compact_soon(self, focus: str = "") -> None:
+        """`/compact` while the turn runs (its sub-agents at work): compact before the
+        model's next request, once what runs now has come back."""
+        self._compact_soon = focus
+
     def interrupt(self) -> None:
         """End the running turn as soon as possible; safe to call at any time."""
         if self._task is not None and not self._interrupting:
@@ -184,7 +201,8 @@ class Agent:
 
     async def _steps(self, turn: _Turn) -> AsyncIterator[Event]:
         """Requests and tool batches until the model ends the turn (and nothing continues it)."""
-        for _ in range(self.options.max_turns):
+        self.requests = RequestBudget(self.options.max_turns)
+        while (spent := self._spend_request()) is None:
             response: ModelResponse | None = None
             async for item in self._step(turn):
                 if isinstance(item, ModelResponse):
@@ -210,8 +228,20 @@ class Agent:
                 yield event
             if ended:
                 return
-        yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
+        yield Notice(spent, "warning")
         yield TurnEnd("max_turns")
+
+    def _spend_request(self) -> str | None:
+        """Take one model request from the turn's budget (and a sub-agent's parent's); why
+        the turn stops, when none is left."""
+        assert self.requests is not None
+        if not self.requests.spend():
+            return self.requests.exhausted("in this turn")
+        shared = self.options.shared
+        if shared is not None and not shared.spend(by_agent=True):
+            self.requests.used -= 1  # not made after all
+            return shared.exhausted("in the parent's turn, which this sub-agent shares")
+        return None
 
     async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
         """Run one response's tool calls (unless the repeated-call guard stops the turn);
@@ -257,7 +287,11 @@ class Agent:
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model request: compact if due, append reminders, ask. A request the server
         refuses as too long is retried once after compacting."""
-        if self._window.compaction_due():
+        if self._compact_soon is not None:
+            focus, self._compact_soon = self._compact_soon, None
+            async for event in self._window.compact("manual", focus):
+                yield event
+        elif self._window.compaction_due():
             async for event in self._window.compact("auto"):
                 yield event
         overflow: list[ContextOverflowError] = []
@@ -386,6 +420,8 @@ class Agent:
             self.hidden_env,
             read_denied=self.permissions.read_denied,
             task_gates=gates if gates else None,
+            agent=self.agent,
+            files=self.files,
         )
 
     def _record(self, call_id: str, output: str, status: Status) -> str:

@@ -23,7 +23,8 @@ Matching: for tool events the matcher is Claude Code's: empty or `*` matches eve
 tool names joined by `|` (`Edit|Write`) match exactly, anything else is a regular
 expression searched in the tool name (`Notebook.*`). For `SessionStart` it is tested the
 same way against the source (`startup`, `resume`, `clear`, `compact`), for `PreCompact`
-against the trigger (`auto`, `manual`). For `TaskCreated`/`TaskCompleted` it is always a
+against the trigger (`auto`, `manual`), for `SubagentStart`/`SubagentStop` against the
+sub-agent's type (`general`, `explore`, …). For `TaskCreated`/`TaskCompleted` it is always a
 regular expression searched in the task's subject. `UserPromptSubmit` and `Stop` ignore it.
 """
 
@@ -43,9 +44,9 @@ from .process import Finished, run_command
 from .spec import HookEvent, HookSpec
 
 PLAIN_STDOUT_IS_CONTEXT = ("SessionStart", "UserPromptSubmit")
-CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
-"""Events whose `additionalContext` reaches the model."""
-UNBLOCKABLE = ("SessionStart",)
+CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "SubagentStart")
+"""Events whose `additionalContext` reaches the model (SubagentStart's: the sub-agent)."""
+UNBLOCKABLE = ("SessionStart", "SubagentStart")
 
 BLOCK_EXIT = 2
 

@@ -20,6 +20,8 @@ HookEvent = Literal[
     "TaskCreated",
     "TaskCompleted",
     "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
 ]
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TASK_EVENTS = ("TaskCreated", "TaskCompleted")

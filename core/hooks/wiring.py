@@ -14,6 +14,12 @@ read it:
   `MAX_STOP_CONTINUATIONS` times per user turn; after that the turn ends with a notice.
 - `TaskCreated` / `TaskCompleted` (`task_change`): a block refuses the tool call.
 - `PreCompact` (`before_compact`): runs before a compaction; it cannot stop it.
+- `SubagentStart` (`subagent_start`, called by the team as a sub-agent starts): cannot
+  block; its `additionalContext` joins the sub-agent's brief.
+- `SubagentStop` (a sub-agent's `stop`): like `Stop`, for the sub-agent: a block keeps it
+  at work with the reason as its next instruction.
+A sub-agent's tool calls ask `PreToolUse`/`PostToolUse` and its task changes the task
+hooks, like the main agent's (`install_for_subagent`).
 Text for the model is wrapped in `<system-reminder>` tags, like the task reminders.
 """
 
@@ -62,6 +68,33 @@ class ShellHooks:
         lifecycle.task_change.append(self.task_change)
         lifecycle.before_compact.append(self.before_compact)
 
+    def install_for_subagent(self, lifecycle: Lifecycle, agent_id: str, agent_type: str, transcript: str) -> None:
+        """A sub-agent's gates: the tool and task hooks as for the main agent, and
+        `SubagentStop` where the main agent has `Stop`."""
+        lifecycle.before_tool.append(self.before_tool)
+        lifecycle.after_tool.append(self.after_tool)
+        lifecycle.task_change.append(self.task_change)
+        lifecycle.before_compact.append(self.before_compact)
+
+        async def stop(state: StopState) -> Verdict:
+            fields = {
+                "stop_hook_active": state.continuations > 0,
+                "agent_id": agent_id,
+                "agent_type": agent_type,
+                "agent_transcript_path": transcript,
+                "last_assistant_message": state.final_text,
+            }
+            outcome = await self.runner.run("SubagentStop", fields, target=agent_type)
+            return self._stop_verdict("SubagentStop", outcome, state)
+
+        lifecycle.stop.append(stop)
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> Verdict:
+        """The SubagentStart hooks; their context is for the sub-agent's brief."""
+        fields = {"agent_id": agent_id, "agent_type": agent_type}
+        outcome = await self.runner.run("SubagentStart", fields, target=agent_type)
+        return Verdict("", _context("SubagentStart", outcome.context_text), outcome.events)
+
     async def session_start(self, source: SessionSource) -> list[Event]:
         """Run the SessionStart hooks; their context goes out with the next prompt."""
         async with self._starting:
@@ -101,14 +134,18 @@ class ShellHooks:
     async def stop(self, state: StopState) -> Verdict:
         fields = {"stop_hook_active": state.continuations > 0, "last_assistant_message": state.final_text}
         outcome = await self.runner.run("Stop", fields)
+        return self._stop_verdict("Stop", outcome, state)
+
+    @staticmethod
+    def _stop_verdict(event: HookEvent, outcome: HookOutcome, state: StopState) -> Verdict:
         if outcome.blocked and state.continuations >= MAX_STOP_CONTINUATIONS:
             notice = Notice(
-                f"Stop hooks blocked the end of this turn {state.continuations + 1} times; "
+                f"{event} hooks blocked the end of this turn {state.continuations + 1} times; "
                 "it ends anyway (a hook should let a turn end once it has had its say)",
                 "warning",
             )
             return Verdict("", "", (*outcome.events, notice))
-        return _verdict(outcome, block=wrap(f"Stop hook feedback:\n{outcome.reason}"))
+        return _verdict(outcome, block=wrap(f"{event} hook feedback:\n{outcome.reason}"))
 
     async def task_change(self, change: TaskChange) -> Verdict:
         task = change.task

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 """One chat-completions message, exactly as sent to the API."""
@@ -146,4 +146,13 @@ class ChatModel(Protocol):
         `max_tokens` caps the response (None: the server's default). A response cut by
         it ends with `finish_reason == "length"`.
         """
+        ...
+
+
+@runtime_checkable
+class ScriptsAgents(Protocol):
+    """A model that scripts its sub-agents too (`ScriptedModel`, and wrappers of one)."""
+
+    def for_agent(self, text: str) -> ChatModel:
+        """The model of the sub-agent described by `text` (its description and brief)."""
         ...

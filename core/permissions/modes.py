@@ -39,6 +39,9 @@ class ApprovalRequest:
     server_rule: str = ""
     """For an MCP tool, the rule naming all tools of its server (`mcp__github`), which
     "yes, and don't ask again for all tools of this server" adds; else empty."""
+    agent: str = ""
+    """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
+    for the main agent."""
 
 
 @dataclass(frozen=True)

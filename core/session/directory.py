@@ -49,6 +49,16 @@ def private_dir(directory: Path) -> Path:
     return directory
 
 
+def task_list_path(name: str, root: Path | None = None) -> Path:
+    """Where a shared task list (`--task-list NAME`) lives: `<root>/task-lists/NAME.tasks.json`,
+    shared by every session and process that names it (the folder is private)."""
+    directory = (root or data_root()) / "task-lists"
+    directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    with contextlib.suppress(OSError):
+        directory.chmod(PRIVATE_DIR)
+    return directory / f"{name}.tasks.json"
+
+
 class SessionError(Exception):
     """A session could not be found or opened; the message says which and why."""
 

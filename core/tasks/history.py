@@ -1,7 +1,8 @@
-"""The plan's history: every change to the task list, by the model or the person.
+"""The plan's history: every change to the task list, by the model, a sub-agent or the person.
 
 `<session>.tasks.log.jsonl` gets one line per version of the list: who changed it
-(`model` or `person`), what (one line), when, the affected task as it was before (so
+(`model`, `person`, or `agent`: a sub-agent, or the claim and release of a task for one),
+what (one line), when, the affected task as it was before (so
 the person's change can be undone), and the list after it (id, status, subject). The
 line is appended and fsynced under the task list's lock, just before the list itself
 is replaced; each carries the list's `version`, which the list file also stores. So a
@@ -25,7 +26,8 @@ from typing import Any, Literal
 
 from .model import Task
 
-Who = Literal["model", "person"]
+Who = Literal["model", "person", "agent"]
+"""`agent`: a sub-agent, or the harness claiming and releasing tasks for one."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def _parse(line: str) -> Version | None:
         entry = Version(
             version=int(raw["version"]),
             at=float(raw["at"]),
-            who="person" if raw.get("who") == "person" else "model",
+            who=raw["who"] if raw.get("who") in ("person", "agent") else "model",
             what=str(raw.get("what", "")),
             task_id=None if raw.get("task_id") is None else str(raw["task_id"]),
             before=raw.get("before") if isinstance(raw.get("before"), dict) else None,

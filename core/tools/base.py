@@ -123,6 +123,9 @@ class Tool:
     """The arguments as the tool will read them (a declared tool's model, validated and
     dumped: aliases renamed, lenient forms decoded), or `ToolError`. The gate judges
     these, so what it checks is what the tool then uses."""
+    fan_out: bool = False
+    """Calls of this tool in one response run side by side (each is asked about and decided
+    alone) and show their progress live (`ctx.live`): the `Agent` tool."""
 
     def __post_init__(self) -> None:
         check_declaration(self.name, self.kind, self.paths)
@@ -150,6 +153,7 @@ def declare(
     summarize: Callable[[dict[str, Any]], str] = lambda args: "",
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
+    fan_out: bool = False,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
     Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`).
@@ -176,7 +180,9 @@ def declare(
 
     if description is None:
         description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
-    return Tool(name, description, _LazySchema(arguments), checked, kind, summarize, preview, paths, normalised)
+    return Tool(
+        name, description, _LazySchema(arguments), checked, kind, summarize, preview, paths, normalised, fan_out
+    )
 
 
 class _LazySchema(Mapping[str, Any]):

@@ -6,6 +6,10 @@ text goes to the model and the turn goes on). Keys typed before the modal was on
 (a double tap meant for the previous question) are ignored: see `predates`; keys typed
 right after `f` are the feedback's, however fast they come.
 
+A sub-agent's request says which sub-agent asks and for which task (`general-1 · #3 Write
+the tests`), on the dialog's first line and in its title; answering it answers that call
+only, and the next waiting request (any agent's) opens after it.
+
 Whatever the terminal's size, the choices (and the feedback box, once open) stay on
 screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
 and says how much of it is out of sight. A preview holding control or invisible
@@ -131,12 +135,21 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """
         return event.time < self.shown_at
 
+    def set_queued(self, queued: int) -> None:
+        """How many more requests wait behind this one (it changes while it is open)."""
+        self.queued = queued
+        if self.is_mounted:
+            self.query_one("#approval-dialog").border_subtitle = f"{queued} more waiting" if queued else ""
+
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
-            dialog.border_title = f"Allow {sanitize(request.tool)}?"
+            who = f"{sanitize(request.agent.split(' · ')[0])}: " if request.agent else ""
+            dialog.border_title = f"{who}Allow {sanitize(request.tool)}?"
             if self.queued:
                 dialog.border_subtitle = f"{self.queued} more waiting"
+            if request.agent:
+                yield Static(Content(f"⚑ {sanitize(request.agent)} asks"), id="approval-agent", markup=False)
             if request.summary.strip() != request.preview.strip():
                 yield Static(Content(sanitize(request.summary, visible=True)), id="approval-summary", markup=False)
             if request.reason:
@@ -173,6 +186,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 id="always_server",
             )
         ]
+        # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
+        who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
+        stop = f"No, and stop {who}" if who else "No, and stop"
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
@@ -180,8 +196,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 id="always",
             ),
             *(server if server_rule else []),
-            Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
-            Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
+            Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
+            Option(
+                Content.assemble(("f ", "bold"), f"No, and tell {who or 'todo-agent'} what to do instead"),
+                id="feedback",
+            ),
         ]
 
     def on_mount(self) -> None:

@@ -6,6 +6,11 @@ It implements `ConversationUI` for the event handler and runs agent turns in a w
 are carried out by the `WorkArea` around the panel (`work_area.py`). It talks to the core
 through `Runtime`'s methods only.
 
+Sub-agents: their events come in the turn's stream; `AgentViews` records each one's own
+transcript, fills the live line under its `Agent` call and the row of its task. `o` on a
+task in the panel shows its sub-agent's transcript in a conversation view of its own, in
+place of the main one (live while it runs; esc goes back), and `x` stops it.
+
 Hooks: at start-up, project hooks the person has not accepted are shown in a modal
 (`HookTrustScreen`) before anything runs; then the SessionStart hooks run (again after
 `/new` and on resume), and a turn waits for them, so their context goes with the first
@@ -24,10 +29,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from todo_agent.core.events import Event
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event
 from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
@@ -36,6 +41,7 @@ from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.render import render_tasks
 
+from ..agent_views import AgentTranscript, AgentViews
 from ..commands import looks_like_command, parse
 from ..handler import EventHandler
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
@@ -52,6 +58,9 @@ from .slash import run_slash
 from .work_area import WorkArea
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
+SHARED_LIST_POLL = 0.4
+"""Seconds between looks at a shared task list (`--task-list`): another process's change
+shows within half a second (a `stat` when nothing changed)."""
 
 
 class MainScreen(Screen[None]):
@@ -112,11 +121,17 @@ class MainScreen(Screen[None]):
         """Events of the running turn: produced by the core, and drawn (see `caught_up`)."""
         self._window: int | None = None
         """The context window, for the status line (known after the warm-up)."""
+        self.agent_views = AgentViews()
+        self.viewing: str | None = None
+        """The sub-agent whose transcript is shown in place of the conversation, if any."""
+        self._viewed: AgentTranscript | None = None
 
     def compose(self) -> ComposeResult:
         with WorkArea(self.runtime, self._refuse_while_busy, id="work"):
             yield TaskPanel(id="task-panel")
             yield Conversation(id="conversation")
+            yield Static("", id="agent-view-title", markup=False)
+            yield Conversation(id="agent-view")
         yield PromptBox(id="prompt-box")
         yield StatusLine(id="status")
         yield Footer()
@@ -137,7 +152,17 @@ class MainScreen(Screen[None]):
     def busy(self) -> bool:
         return self._turn is not None and not self._turn.is_finished
 
+    @property
+    def agent_view(self) -> Conversation:
+        return self.query_one("#agent-view", Conversation)
+
     async def on_mount(self) -> None:
+        self.query_one("#agent-view-title").display = False
+        self.agent_view.display = False
+        if self.app.animation_level != "none":  # the live lines' clocks
+            self.set_interval(1, self._refresh_agents)
+        if self.runtime.config.task_list:  # another todo-agent may change it at any time
+            self.set_interval(SHARED_LIST_POLL, self._follow_shared_list)
         self.place_panel(self.panel_place)
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
@@ -169,6 +194,8 @@ class MainScreen(Screen[None]):
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
+        await self.close_agent_view()
+        self.agent_views.forget()
         await self.conversation.load(
             entries_from_history(
                 self.runtime.transcript,  # the full transcript, compactions marked
@@ -438,6 +465,26 @@ class MainScreen(Screen[None]):
     def set_activity(self, text: str) -> None:
         self.status.set_activity(text)
 
+    async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
+        if await self.agent_views.record(event, self):
+            self._refresh_agents()
+
+    async def _follow_shared_list(self) -> None:
+        if await self.runtime.refresh_tasks():
+            await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
+
+    def _refresh_agents(self) -> None:
+        """The sub-agents' live lines, their tasks' rows, and the status line, as they are now."""
+        rows = self.runtime.agents()
+        if not rows:
+            return
+        for call_id, line in self.agent_views.lines(rows).items():
+            self.conversation.set_progress(call_id, line)
+        self.panel.show_agents(rows)
+        running = sum(1 for row in rows if row.phase == "running")
+        if running and self.busy:
+            self.status.set_activity(f"{running} sub-agent{'s' if running > 1 else ''} at work")
+
     def count_down(self, say: Callable[[float], str], seconds: float) -> None:
         self.status.count_down(say, seconds)
 
@@ -506,7 +553,13 @@ class MainScreen(Screen[None]):
             self._restart_mcp()
 
     def start_compact(self, focus: str) -> None:
-        if self._refuse_while_busy("compact"):
+        if self.busy:  # sub-agents may be at work for minutes: compact before the next request
+            self.runtime.compact_soon(focus)
+            self.notify(
+                "Compacts before the model's next request, once what runs now has come back.",
+                title="/compact",
+                markup=False,
+            )
             return
         self.status.busy = True
         self._turn = self.run_compact(focus)
@@ -567,13 +620,82 @@ class MainScreen(Screen[None]):
     def _task_add_cancelled(self) -> None:
         self.query_one(PromptInput).focus()
 
+    # --- sub-agents ----------------------------------------------------------------------
+
+    def _agent_of(self, task_id: str) -> str | None:
+        """The sub-agent of a task: the one at work, else the latest of this run, else the
+        latest attempt recorded on the task by this session."""
+        rows = [row for row in self.runtime.agents() if row.task_id == task_id]
+        running = [row for row in rows if row.phase != "done"]
+        if running or rows:
+            return (running or rows)[-1].agent_id
+        task = self.runtime.store.get(task_id)
+        mine = [a for a in (task.attempts if task else ()) if a.session == self.runtime.session_id]
+        return mine[-1].agent if mine else None
+
+    @on(TaskPanel.OpenAgent)
+    async def _open_agent(self, event: TaskPanel.OpenAgent) -> None:
+        agent_id = self._agent_of(event.task_id)
+        if agent_id is None:
+            self.notify(f"No sub-agent has worked on #{event.task_id}.", title="Agents", markup=False)
+            return
+        await self.show_agent(agent_id, event.task_id)
+
+    async def show_agent(self, agent_id: str, task_id: str | None = None) -> None:
+        """Show a sub-agent's transcript where the conversation is (live while it runs)."""
+        await self.close_agent_view()
+        view = self.agent_view
+        transcript = self.agent_views.transcripts.get(agent_id)
+        if transcript is None:
+            saved = self.runtime.agent_transcript(agent_id)
+            if saved is None:
+                self.notify(f"{agent_id} left no transcript.", title="Agents", severity="warning", markup=False)
+                return
+            transcript = AgentTranscript(agent_id)
+            transcript.entries = entries_from_history(saved, summarize=self.runtime.summarize)
+        self.viewing, self._viewed = agent_id, transcript
+        where = f" · #{task_id}" if task_id else ""
+        title = self.query_one("#agent-view-title", Static)
+        live = any(row.agent_id == agent_id and row.phase != "done" for row in self.runtime.agents())
+        how = "its own transcript, live" if live else "its own transcript"
+        title.update(f"◇ {agent_id}{where}: {how} (esc: back to the conversation)")
+        title.display = True
+        self.conversation.display = False
+        view.display = True
+        await transcript.attach(view)
+
+    async def close_agent_view(self) -> None:
+        """Back to the main conversation."""
+        if self._viewed is not None:
+            self._viewed.detach()
+        self.viewing, self._viewed = None, None
+        if self.is_mounted:
+            self.query_one("#agent-view-title").display = False
+            self.agent_view.display = False
+            self.conversation.display = True
+            await self.agent_view.clear()
+
+    @on(TaskPanel.StopAgent)
+    def _stop_agent(self, event: TaskPanel.StopAgent) -> None:
+        running = [r for r in self.runtime.agents() if r.task_id == event.task_id and r.phase != "done"]
+        if not running or not self.runtime.stop_agent(running[-1].agent_id):
+            self.notify(f"No sub-agent is at work on #{event.task_id}.", title="Agents", markup=False)
+            return
+        self.notify(
+            f"Stopping {running[-1].agent_id} (#{event.task_id}); the others go on.", title="Agents", markup=False
+        )
+
     # --- key actions -------------------------------------------------------------
 
     def action_interrupt(self) -> None:
         """Escape: back to the prompt from anywhere else; from the prompt, stop the turn."""
         prompt = self.query_one(PromptInput)
         suggestions = self.query_one(SlashSuggestions)
-        if not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
+        if self.viewing is not None:  # back from a sub-agent's transcript first
+            self.run_worker(self.close_agent_view(), exit_on_error=False)
+            self.panel.close_add()
+            prompt.focus()
+        elif not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
             self.panel.close_add()
             prompt.focus()
         elif suggestions.display:  # the least a person can mean: close the list

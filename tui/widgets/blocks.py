@@ -64,7 +64,7 @@ def tool_line(entry: ToolEntry, waiting: bool, width: int = 120) -> Content:
     colour = {"ok": "$text-success", "running": "$accent"}.get(entry.status, "$text-error")
     head = Content.assemble(("⏺ ", colour), (sanitize(entry.name), "bold"), f"({sanitize(entry.summary)})")
     if entry.status == "running":
-        state = "waiting for your approval…" if waiting else "running…"
+        state = "waiting for your approval…" if waiting else sanitize(entry.progress) or "running…"
         return Content.assemble(head, "\n", (f"  ⎿  {state}", "$text-muted"))
     if entry.status == "ok" and entry.name in TASK_TOOLS:
         return Content.assemble(head, (" ✔", colour))

@@ -229,6 +229,13 @@ class Conversation(ScrollView, can_focus=False):
         block.waiting = False
         self._redraw(block)
 
+    def set_progress(self, call_id: str, text: str) -> None:
+        """What a running call is doing now (an `Agent` call's sub-agent), under its line."""
+        block = self._tools.get(call_id)
+        if block is not None and block.entry.status == "running" and block.entry.progress != text:
+            block.entry.progress = text
+            self._redraw(block)
+
     def set_waiting(self, tool: str | None) -> None:
         """Mark the running call of `tool` as waiting for approval; None: the wait is over."""
         self._waiting_tool = tool
