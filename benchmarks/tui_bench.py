@@ -18,6 +18,8 @@ Scenarios (each a fresh launch):
            is on screen (p50/p99); todo-agent also with a resumed 2,000-message history.
 - idle:    CPU per key typed while idle, empty session and 2,000-message history;
            resuming that history (`--continue`) → input usable; resident memory.
+- mcp:     launch → input usable with three MCP servers configured (two built with the
+           SDK, one whose start hangs) beside none; and until the status line says `mcp 2/3`.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
 - agents:  three sub-agents streaming at once (1,000 chunks at 100/s each): the key probe
@@ -62,6 +64,7 @@ MODELS = {
     "paced": "chunks=2100,rate=100",
     "keys": "chunks=1000,rate=100",
     "idle": "chunks=10",
+    "mcp": "chunks=10",
     "big": "bytes=2000000,chunk=256",
     "agents": "agents=3,chunks=1000,rate=100",
     "agents1": "agents=1,chunks=1000,rate=100",
@@ -74,13 +77,17 @@ class App:
     label: str
     kind: str  # "todo" or "bare"
     history: bool = False
+    mcp: bool = False
+    """Three MCP servers configured: two that start, one whose start hangs."""
     other: bool = False
     """The `--compare` build of todo-agent rather than the one measured."""
 
 
 TODO, TODO_HISTORY, BARE = App("todo-agent", "todo"), App("todo-agent, 2,000 msgs", "todo", True), App("bare", "bare")
+TODO_MCP = App("todo-agent, 3 MCP servers", "todo", mcp=True)
 SCENARIO_APPS = {
     "launch": (BARE, TODO),
+    "mcp": (BARE, TODO, TODO_MCP),
     "burst": (BARE, TODO),
     "paced": (BARE, TODO),
     "keys": (BARE, TODO, TODO_HISTORY),
@@ -127,6 +134,32 @@ class Server:
         self.process.wait(timeout=5)
 
 
+MCP_SERVERS = HERE.parent / "tests" / "mcp_servers"
+
+
+def write_mcp_servers(settings: Path, notes: Path) -> None:
+    """Two servers built with the MCP SDK (each ~0.8 s to start) and one that never answers."""
+    notes.mkdir()
+    settings.parent.mkdir(parents=True)
+    python, test_server, hang = (
+        json.dumps(sys.executable),
+        MCP_SERVERS / "test_server.py",
+        MCP_SERVERS / "hang_server.py",
+    )
+    env = f"{{ TEST_SERVER_DIR = {json.dumps(str(notes))} }}"
+    settings.write_text(
+        "".join(
+            f"[mcp_servers.{name}]\ncommand = {python}\nargs = {json.dumps(args)}\nenv = {env}\n"
+            for name, args in (
+                ("one", [str(test_server), "stdio"]),
+                ("two", [str(test_server), "stdio"]),
+                ("stuck", [str(hang)]),
+            )
+        ),
+        encoding="utf-8",
+    )
+
+
 def build_history(workspace: Path, home: Path) -> None:
     from history import build_session
 
@@ -140,6 +173,7 @@ class Running:
     pid: int
     app: App
     placeholder: str
+    launched: float = 0.0
     figures: dict[str, float] = field(default_factory=dict)
 
     def screen(self) -> str:
@@ -179,6 +213,8 @@ def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
     if app.kind == "todo":
         if app.history:
             build_history(workspace, home)
+        if app.mcp:
+            write_mcp_servers(config / "todo-agent" / "settings.toml", run_dir / "notes")
         executable = bench.other if app.other and bench.other else bench.todo_agent
         argv = [
             str(executable),
@@ -195,7 +231,7 @@ def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
     name = f"bench-{run_dir.name}"
     launched = time.monotonic()
     pid = tmux.launch(name, argv, cwd=workspace, env=env)
-    running = Running(tmux, name, pid, app, placeholder)
+    running = Running(tmux, name, pid, app, placeholder, launched)
     try:
         running.figures["first_frame"] = running.wait_text(placeholder) - launched
         tmux.type(name, USABLE_MARK)
@@ -350,6 +386,12 @@ def scenario_big(run: Running, server: Server) -> None:
     run.figures["big_key_max"] = max(latencies)
 
 
+def scenario_mcp(run: Running, server: Server) -> None:
+    """Launch only (the harness measures it); with servers, also until two are up."""
+    if run.app.mcp:
+        run.figures["mcp_2_of_3"] = run.wait_text("mcp 2/3") - run.launched
+
+
 def scenario_streams(run: Running, server: Server, prefix: str) -> None:
     """Keys typed while the answer(s) stream, and the CPU from Enter until all of it is in."""
     before = settle(run.pid)
@@ -365,6 +407,7 @@ def scenario_streams(run: Running, server: Server, prefix: str) -> None:
 
 SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "launch": scenario_launch,
+    "mcp": scenario_mcp,
     "burst": lambda run, server: scenario_stream(run, server, "burst"),
     "paced": lambda run, server: scenario_stream(run, server, "paced"),
     "keys": scenario_keys,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import glob
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
@@ -48,11 +49,17 @@ from .input.file_index import FileIndex
 from .input.mentions import Attacher
 from .input.prepare import InputPreparer
 from .lifecycle import Lifecycle
+from .mcp.images import images_provider
+from .mcp.manager import McpManager
+from .mcp.results import results_dir
+from .mcp.server import McpServer
+from .mcp.tools import SCHEMA_SHARE, ToolSet
 from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
+from .permissions.rules import Rule
 from .session.directory import SessionError, SessionInfo, find_session, latest_session, list_sessions, task_list_path
 from .session.transcript import Session, TranscriptItem
 from .settings import Config, project_settings_path, user_settings_path
@@ -161,8 +168,9 @@ class Runtime:
         self.server_notices: list[Notice] = []
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
+        self._results_rule: Rule | None = None
         self.agent_types, self.agent_warnings = load_types(config.workspace, user_settings_path().parent, Path.home())
-        self.tools = [
+        builtin = [
             *build_tools(config.tasks_version),
             agent_tool(
                 lambda: self.team,
@@ -172,11 +180,27 @@ class Runtime:
             ),
         ]
         self.permissions = PermissionPolicy.from_strings(
-            config.workspace, config.permission_mode, config.allow, config.deny, self.tools
+            config.workspace, config.permission_mode, config.allow, config.deny, builtin
         )
         task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
         self.system = build_system_context(config.workspace, task_line)
         self.session = session
+        # The API key variables stay out of every command's environment (and every MCP server's).
+        self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
+        self.mcp = McpManager(
+            config.mcp_servers,
+            workspace=config.workspace,
+            hidden_env=self.hidden_env,
+            log_dir=self._mcp_log_dir(),
+            allow_project=config.allow_project_mcp,
+            images=config.images,
+        )
+        self.tools = ToolSet(
+            builtin,
+            self.mcp,
+            schema_room=lambda: self.budget.window * SCHEMA_SHARE * self.counter.chars_per_token,
+            hidden=self.permissions.hides,
+        )
         self._open_task_files()
         self.hooks = ShellHooks(
             HookRunner(
@@ -193,16 +217,56 @@ class Runtime:
         """The workspace's files for `@` completion; built when first refreshed."""
         self.agent = self._make_agent()
 
-    @property
-    def _hidden_env(self) -> frozenset[str]:
-        """The API key variables stay out of every command's environment."""
-        return frozenset({*HIDDEN_ENV, self.config.api_key_env})
+    def _allow_reading_results(self) -> None:
+        """The whole text of a cut MCP result is kept beside the session for the model to
+        Read (`core/mcp/results.py`): reading there is allowed, as reading the project is."""
+        if self._results_rule is not None and self._results_rule in self.permissions.allow:
+            self.permissions.allow.remove(self._results_rule)
+        directory = results_dir(self.session.path, self.session.id)
+        self._results_rule = Rule.parse(f"Read({glob.escape(directory.as_posix())}/**)")
+        self.permissions.allow.append(self._results_rule)
+
+    def _mcp_log_dir(self) -> Path:
+        """Where the MCP servers' stderr logs go: beside the session."""
+        return self.session.path.with_name(f"{self.session.id}.mcp")
+
+    # --- MCP servers ---------------------------------------------------------------------
+
+    def start_mcp(self) -> None:
+        """Connect the configured MCP servers in the background (on the running loop);
+        returns at once. Project servers the person has not accepted wait."""
+        self.mcp.start()
+
+    async def connect_mcp(self) -> list[McpServer]:
+        """Headless: start the servers and wait for them, at most their `startup_timeout_sec`;
+        returns those that are not up (failed, or project servers not accepted)."""
+        self.mcp.start()
+        await self.mcp.wait_settled(self.mcp.startup_limit())
+        return [s for s in self.mcp.servers if s.state not in ("connected", "disabled")]
+
+    async def stop_mcp(self) -> None:
+        """Stop every MCP server and its process group (quit, the end of `-p`)."""
+        await self.mcp.stop()
+
+    async def restart_mcp(self) -> None:
+        """A new or resumed session: the servers start again, logging beside it."""
+        self.mcp.set_log_dir(self._mcp_log_dir())
+        await self.mcp.restart_all()
+
+    def mcp_report(self) -> list[dict[str, Any]]:
+        """Each server for JSON output: name, where it came from, state, why, tool count."""
+        return [
+            {"name": s.name, "source": s.spec.source, "state": s.state, "reason": s.reason, "tools": len(s.tools)}
+            for s in self.mcp.servers
+        ]
 
     def _open_task_files(self) -> None:
         """The session's task list (or the shared one) and record of changes, finishing an
         interrupted rewind and giving back the claims of sub-agents whose process died."""
         shared = self.config.task_list
         self.store = TaskStore.load(task_list_path(shared) if shared else self.session.tasks_path)
+        if self.mcp.configured:
+            self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
         self.recovered = rewind.recover(self.changes, self.store)
         released = release_dead_claims(self.store, self.changes, self.session.id)
@@ -356,8 +420,12 @@ class Runtime:
         }
 
     def context_usage(self) -> tuple[int, int | None]:
-        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`)."""
-        return self.agent.context_tokens, self.budget.window
+        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`). With MCP
+        servers, what the next request would take: their tools join between requests."""
+        used = self.agent.context_tokens
+        if self.mcp.configured:
+            used = max(used, self.agent.prompt_estimate())
+        return used, self.budget.window
 
     def fit_problem(self) -> str | None:
         """Why the window cannot hold the fixed prompt plus room to work, when it cannot."""
@@ -497,7 +565,9 @@ class Runtime:
         return self.permissions.cycle_mode()
 
     def close(self) -> None:
-        """Let go of the session (its lock); the runtime is not used after."""
+        """Let go of the session (its lock); the runtime is not used after. Any MCP server
+        still running (its loop ended without stopping it) is killed with its group."""
+        self.mcp.kill_now()
         self.session.close()
 
     def set_approver(self, approver: Approver | None) -> None:
@@ -627,6 +697,7 @@ class Runtime:
             before_request=[
                 task_reminder_provider(self.store, self.config.reminder_interval),
                 team_note_provider(self.team.records),
+                *([images_provider(self.mcp.pending_images)] if self.mcp.images else []),
             ],
             turn_end=[unfinished_stop_check(self.store)],
             tool_done=[attribution_observer(self.store), recorded],
@@ -639,7 +710,7 @@ class Runtime:
             attacher=self._attacher,
             approver=lambda: self.approver,
             model_for=self._model_for,
-            hidden_env=self._hidden_env,
+            hidden_env=self.hidden_env,
         )
         return Agent(
             model=self.model,
@@ -650,7 +721,7 @@ class Runtime:
             session=self.session,
             approver=self.approver,
             tasks=self.store,
-            hidden_env=self._hidden_env,
+            hidden_env=self.hidden_env,
             lifecycle=lifecycle,
             options=AgentOptions(
                 max_turns=self.config.max_turns,

@@ -34,6 +34,16 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from .hooks.spec import HOOK_EVENTS, HookSpec, specs_from_table
+from .mcp.config import (
+    MCP_JSON,
+    McpConfigError,
+    ServerSpec,
+    merge,
+    read_flag_file,
+    read_mcp_json,
+    servers_from_table,
+    usable_servers,
+)
 from .permissions.modes import MODES, PermissionMode
 from .places import user_config_dir
 
@@ -64,6 +74,9 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "permissions": dict,
     "hooks": dict,
     "allow_project_hooks": bool,
+    "allow_project_mcp": bool,
+    "images": bool,
+    "mcp_servers": dict,
     "ui": dict,
 }
 
@@ -108,6 +121,8 @@ def read_settings_file(path: Path) -> tuple[dict[str, Any], list[str]]:
                 raise SettingsError(f"{path}: {problem}")
         elif key == "hooks" and isinstance(value, dict):
             data[key] = _usable_hooks(value, lambda why: warnings.append(f"{path}: {why}; that hook is ignored"))
+        elif key == "mcp_servers" and isinstance(value, dict):
+            data[key] = usable_servers(value, lambda why: warnings.append(f"{path}: {why}; that server is ignored"))
         elif problem := _check(key, value):
             if isinstance(value, dict) and {"allow", "deny"} & set(value):
                 raise SettingsError(f"{path}: {problem}, and it holds permission rules (did you mean [permissions]?)")
@@ -269,6 +284,12 @@ class Config:
     """User hooks first, then the project's (each spec knows its file)."""
     allow_project_hooks: bool = False
     """Run project hooks without asking (user file key, or `--allow-project-hooks`)."""
+    mcp_servers: list[ServerSpec] = field(default_factory=list)
+    """MCP servers from `--mcp-config`, the project file, `.mcp.json` and the user file (`core/mcp/config.py`)."""
+    allow_project_mcp: bool = False
+    """Start the project's MCP servers without asking (user file key, or `--allow-project-mcp`)."""
+    images: bool = False
+    """The model accepts images: an MCP tool's images follow its result (`core/mcp/images.py`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
 
@@ -297,15 +318,22 @@ def load_config(
     config = Config(workspace=workspace.resolve(), tasks_version="v1" if headless else "v2")
     merged: dict[str, Any] = {}
     project = project_settings_path(workspace)
+    servers: dict[str, list[ServerSpec]] = {}
     for path in (user_settings_path(), project):
         data, warnings = read_settings_file(path)  # SettingsError: see the module docstring
         config.warnings += warnings
         if path == project:
             _restrict_project_settings(config, path, data)
         config.hooks += specs_from_table(data.pop("hooks", {}), "project" if path == project else "user")
+        if path == project:
+            servers["project"] = servers_from_table(data.pop("mcp_servers", {}), "project", path, env)
+        else:
+            servers["user"] = servers_from_table(data.pop("mcp_servers", {}), "user", path, env)
         _merge(merged, data)
     _apply_settings(config, merged)
     config.allow_project_hooks = config.allow_project_hooks or bool(flags.get("allow_project_hooks"))
+    config.mcp_servers = _mcp_servers(config, workspace, flags.get("mcp_config"), servers, env)
+    config.allow_project_mcp = config.allow_project_mcp or bool(flags.get("allow_project_mcp"))
     key_env = config.api_key_env
     config.api_key = env.get(key_env) or None
     config.base_url = env.get("OPENAI_BASE_URL") or config.base_url
@@ -324,6 +352,23 @@ def load_config(
         )
         config.task_list = None
     return config
+
+
+def _mcp_servers(
+    config: Config, workspace: Path, flag_file: str | None, servers: dict[str, list[ServerSpec]], env: dict[str, str]
+) -> list[ServerSpec]:
+    """Highest first: `--mcp-config`, the project file, `.mcp.json`, the user file."""
+    flagged: list[ServerSpec] = []
+    from_json: list[ServerSpec] = []
+    try:
+        flagged = read_flag_file(Path(flag_file).expanduser(), env) if flag_file else []
+    except McpConfigError as exc:
+        config.warnings.append(f"MCP servers ignored: {exc}")
+    try:
+        from_json = read_mcp_json(workspace / MCP_JSON, "mcp.json", env)
+    except McpConfigError as exc:
+        config.warnings.append(f"MCP servers ignored: {exc}")
+    return merge(flagged, servers.get("project", []), from_json, servers.get("user", []))
 
 
 def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any]) -> None:
@@ -345,6 +390,12 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
         config.warnings.append(
             f"{path}: 'allow_project_hooks' ignored: a project cannot trust its own hooks "
             "(set it in the user settings file, or pass --allow-project-hooks)"
+        )
+    if "allow_project_mcp" in data:
+        del data["allow_project_mcp"]
+        config.warnings.append(
+            f"{path}: 'allow_project_mcp' ignored: a project cannot trust its own MCP servers "
+            "(set it in the user settings file, or pass --allow-project-mcp)"
         )
     for key in ("base_url", "api_key_env"):
         # Pointing the client elsewhere, or at another variable, could send the user's key
@@ -390,5 +441,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))
     config.allow_project_hooks = data.get("allow_project_hooks", config.allow_project_hooks)
+    config.allow_project_mcp = data.get("allow_project_mcp", config.allow_project_mcp)
+    config.images = data.get("images", config.images)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)
     config.notify = data.get("ui", {}).get("notify", config.notify)

@@ -64,6 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the hooks in .todo-agent/settings.toml without asking (needed for them in -p mode)",
     )
+    parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers from FILE (.mcp.json-style JSON, or TOML with [mcp_servers.NAME]); it wins over the others",
+    )
+    parser.add_argument(
+        "--allow-project-mcp",
+        action="store_true",
+        help="start the MCP servers of .mcp.json and .todo-agent/settings.toml without asking (needed in -p mode)",
+    )
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
     return parser
@@ -116,6 +126,8 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "max_turns": args.max_turns,
         "context_window": args.context_window,
         "allow_project_hooks": args.allow_project_hooks or None,
+        "mcp_config": args.mcp_config,
+        "allow_project_mcp": args.allow_project_mcp or None,
         "task_list": args.task_list,
     }
     try:

@@ -21,6 +21,12 @@ repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdou
 away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
 the run, from `frontends/cli.py`.)
 
+MCP servers: started before the turn, which waits for them at most their
+`startup_timeout_sec` (default 30 s); a server that is not up by then (failed, or a
+project server not accepted: `--allow-project-mcp`) is one line on stderr, and the json
+result's `mcp_servers` lists every server with its state. All of them, and their process
+groups, are stopped when the run ends, however it ends.
+
 Sub-agents: every call they would ask about is denied, as the main agent's are, so none
 waits for an answer. In text mode each one's start and end is a line on stderr; in
 `stream-json` each of its events is a line carrying its `agent_id` (and the `call_id` of
@@ -39,6 +45,7 @@ person has not trusted do not run, and a warning says how to run them.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from contextlib import aclosing
@@ -168,6 +175,25 @@ class _Output:
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+    try:
+        return await _run(runtime, prompt, output_format, out, err)
+    finally:  # however the run ends (SIGTERM, ctrl+c included): no server is left running
+        await asyncio.shield(runtime.stop_mcp())
+
+
+async def _connect_mcp(runtime: Runtime, err: TextIO) -> None:
+    for server in await runtime.connect_mcp():
+        why = server.reason
+        if server.state == "untrusted":
+            why = "a project server: accept it in the app once, or pass --allow-project-mcp"
+        elif server.state == "starting":
+            why = "still not up after its startup_timeout_sec"
+        tail = server.stderr.tail(3)
+        last = f" (stderr: {' | '.join(tail)})" if tail and server.state == "failed" else ""
+        print(sanitize(f"todo-agent: MCP server {server.name} is not available: {why}{last}"), file=err)
+
+
+async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
     streaming = output_format == "stream-json"
     output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
@@ -177,6 +203,8 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
             print(f"todo-agent: {sanitize(notice.text)}", file=err)
         if streaming:
             output.json(event_to_json(notice))
+    if runtime.mcp.configured:
+        await _connect_mcp(runtime, err)
     for event in await runtime.start_session("resume" if runtime.history else "startup"):
         if streaming:
             output.json(event_to_json(event))
@@ -204,6 +232,7 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
                 "errors": tally.errors,
                 "session_id": runtime.session_id,
                 "usage": _usage(runtime, tally),
+                "mcp_servers": runtime.mcp_report(),
                 # Each task with the files it changed (path, created/modified/deleted, lines +/−).
                 "tasks": [{**dataclasses.asdict(t), "files": runtime.files_changed(t.id)} for t in runtime.tasks()],
                 # Each sub-agent of the session: how it ended, what it changed, what it cost.

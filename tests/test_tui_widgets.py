@@ -358,3 +358,24 @@ async def test_overlapping_panel_redraws_draw_each_task_once() -> None:
         await pilot.pause()
         items = list(panel.query(TaskItem))
         assert [i.task_value for i in items] == list(TASKS)  # three items, the last call's state
+
+
+async def test_a_running_call_shows_its_own_time_and_the_mcp_count() -> None:
+    now = [1000.0]
+    status = StatusLine()
+    status.clock = lambda: now[0]
+    async with Host(status, animations=True).run_test(size=(120, 1)) as pilot:
+        assert "mcp" not in text_of(status)  # no server configured: nothing said
+        status.set_mcp(2, 3)
+        status.busy = True
+        now[0] += 40  # the turn has run 40 s when a long MCP call starts
+        status.set_activity("running mcp__db__query", timed=True)
+        now[0] += 12
+        await pilot.pause()
+        status.set_context(100, 1000)  # any redraw
+        await pilot.pause()
+        text = text_of(status)
+        assert "running mcp__db__query · 12s · esc to interrupt" in text and "mcp 2/3" in text
+        status.set_activity("thinking")  # back to the turn's clock
+        await pilot.pause()
+        assert "thinking · 52s" in text_of(status)

@@ -242,9 +242,11 @@ class TodoAgentApp(App[int]):
         if start is not None:  # the base of the stack (Textual cannot switch that one away): emptied
             start.remove_children()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self.broker.attach(None)
         self._release_signals()
+        if self.runtime is not None:  # quit, a closed terminal, SIGTERM: no MCP server outlives the app
+            await self.runtime.stop_mcp()
         self.attention.seen()
 
     def _write_to_terminal(self, text: str) -> None:

@@ -25,6 +25,7 @@ before the call's `ToolFinished`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -301,6 +302,8 @@ class BatchRunner:
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
             if answer.decision == "always":
                 self.deps.permissions.add_session_rule(self._suggested_rule(item))
+            elif answer.decision == "always_server" and (rule := self.deps.permissions.server_rule(item.call.name)):
+                self.deps.permissions.add_session_rule(rule)
         return await self._execute(item)
 
     async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
@@ -311,6 +314,9 @@ class BatchRunner:
         # The model's own words for why (Bash's `description`) say more than the shortened command.
         description = item.args.get("description")
         summary = description.strip() if isinstance(description, str) and description.strip() else ""
+        if server_rule := self.deps.permissions.server_rule(item.call.name):  # its own arguments are the preview
+            server = server_rule.removeprefix("mcp__")
+            summary = f"MCP server {server} · tool {item.call.name.removeprefix(server_rule + '__')}"
         request = ApprovalRequest(
             tool=item.tool.name,
             arguments=item.args,
@@ -320,6 +326,7 @@ class BatchRunner:
             outside_workspace=outside,
             suggested_rule=self._suggested_rule(item),
             reason=reason,
+            server_rule=self.deps.permissions.server_rule(item.call.name),
         )
         return await approver(request)
 
@@ -336,6 +343,8 @@ class BatchRunner:
                 return f"(no preview: {exc})", "text"
         if item.call.name == "Bash":
             return str(item.args.get("command", "")), "command"
+        if self.deps.permissions.server_rule(item.call.name):  # an MCP server's tool: its arguments, whole
+            return json.dumps(item.args, indent=2, ensure_ascii=False), "text"
         return "", "text"
 
     async def _execute(self, item: Prepared) -> Outcome:

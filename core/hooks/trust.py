@@ -8,9 +8,8 @@ project's absolute path, holding a fingerprint of the project's hook set (every 
 matcher, command and timeout): change one command and the person is asked again.
 
 A record is believed only when it could not have been written by the model: each entry
-is sealed (`core/seals.py`: an HMAC of the project and its fingerprint under a random key,
-`trust.key`, beside it), which a model cannot compute without running code, and both
-files must be the person's own and writable by nobody else. The permission gate also asks before any
+is an HMAC of the project and its fingerprint under a random key (`core/seal.py`), and
+both files must be the person's own and writable by nobody else. The permission gate also asks before any
 write into the data directory (`core/permissions/policy.py`). A record that fails these
 checks (or one from before them) is not trusted: the person is asked again.
 """
@@ -18,13 +17,17 @@ checks (or one from before them) is not trusted: the person is asked again.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..places import data_root
-from ..seals import make_key, own_private, read_key, seal, sealed
+from ..seal import key as _key
+from ..seal import own_private as _own_private
+from ..seal import read_key as _read_key
+from ..seal import seal
 from ..tasks.persistence import PersistenceError, update_atomic
 from .spec import HookSpec
 
@@ -41,9 +44,8 @@ def fingerprint(specs: Sequence[HookSpec]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _message(workspace: Path, specs: Sequence[HookSpec]) -> str:
-    """What a trust record vouches for: this project, these hooks."""
-    return f"{workspace.resolve()}\0{fingerprint(specs)}"
+def _seal(key: bytes, workspace: Path, specs: Sequence[HookSpec]) -> str:
+    return seal(key, str(workspace.resolve()), fingerprint(specs))
 
 
 def _decode(document: Any) -> dict[str, str]:
@@ -54,14 +56,14 @@ def _decode(document: Any) -> dict[str, str]:
 
 def is_trusted(workspace: Path, specs: Sequence[HookSpec]) -> bool:
     """Has the person accepted exactly these hooks for this project? (No file: no.)"""
-    key = read_key(data_root())
-    if key is None or not own_private(trust_path()):
+    key = _read_key()
+    if key is None or not _own_private(trust_path()):
         return False
     try:
         trusted = _decode(json.loads(trust_path().read_bytes()))
     except (OSError, ValueError, TypeError):
         return False
-    return sealed(key, _message(workspace, specs), trusted.get(str(workspace.resolve()), ""))
+    return hmac.compare_digest(trusted.get(str(workspace.resolve()), ""), _seal(key, workspace, specs))
 
 
 def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
@@ -70,10 +72,10 @@ def trust(workspace: Path, specs: Sequence[HookSpec]) -> None:
     Blocks briefly; raises OSError with a clear message if the file cannot be written.
     """
     try:
-        key = make_key(data_root())
+        key = _key()
     except OSError as exc:
         raise OSError(f"cannot remember the hook acceptance: {exc.strerror or exc}") from exc
-    entry, value = str(workspace.resolve()), seal(key, _message(workspace, specs))
+    entry, value = str(workspace.resolve()), _seal(key, workspace, specs)
 
     def compute(current: dict[str, str] | None) -> bytes:
         trusted = dict(current or {})

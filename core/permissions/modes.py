@@ -36,6 +36,9 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    server_rule: str = ""
+    """For an MCP tool, the rule naming all tools of its server (`mcp__github`), which
+    "yes, and don't ask again for all tools of this server" adds; else empty."""
     agent: str = ""
     """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
     for the main agent."""
@@ -47,7 +50,8 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalAnswer:
-    decision: Literal["yes", "always", "no", "feedback"]
+    decision: Literal["yes", "always", "always_server", "no", "feedback"]
+    """`always` adds the request's `suggested_rule`, `always_server` its `server_rule`."""
     feedback: str = ""
 
 

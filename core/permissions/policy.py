@@ -18,7 +18,8 @@ Decision order for one tool call:
    deny in `bypassPermissions`, ask otherwise (headless: denied), unless an exact allow
    rule names this very command;
 3. `bypassPermissions` → allow (the mode says so; documented in the README);
-4. `plan` mode → deny anything that writes or executes;
+4. `plan` mode → deny anything that writes or executes (an MCP tool: unless an allow rule
+   names it: `mcp__server`, `mcp__server__*` or `mcp__server__tool`);
 5. a declared path argument holding something that is not a path → ask;
 6. a write to a file that decides what runs, what is allowed or which hooks are trusted →
    ask, whatever `acceptEdits` or allow rules say: any `.todo-agent/` folder, any `.git/`
@@ -31,7 +32,8 @@ Decision order for one tool call:
    and a command with `$(…)`, backticks, `<(…)`, a redirection to a file, or anything that
    cannot be read fully matches no prefix rule, only an exact one; a path rule must cover
    every path the call touches;
-9. read-only and task tools → allow;
+9. read-only and task tools → allow (never an MCP tool: it is `execute`, as its server's
+   "read-only" hint is not trusted, so each call asks unless a rule allows it);
 10. `acceptEdits` → allow an edit that writes a declared path (all of them in the
    workspace, by now); otherwise ask.
 A caller with no way to ask (headless) turns "ask" into a denial that says why.
@@ -61,6 +63,8 @@ from .rules import (
     command_allowed,
     command_denied,
     glob_literal_dir,
+    mcp_server,
+    mcp_server_rule,
     speaks_for,
     suggest_command_rule,
 )
@@ -139,8 +143,6 @@ class PermissionPolicy:
     def decide(self, tool: Declared, args: Mapping[str, Any]) -> Decision:
         """See the module docstring for the order. `args` as the tool will read them
         (`Tool.check`), so the paths judged are the paths it uses."""
-        if tool.network is not None:
-            return self._decide_network(tool, args)
         if (first := self._rules_and_mode(tool, args)) is not None:
             return first
         touched = self.touched(tool, args)
@@ -150,7 +152,7 @@ class PermissionPolicy:
             if touch.use in WRITES and touch.subject and (protected := _protected(touch.subject)) is not None:
                 return Decision("ask", f"{protected}: changes to it always ask")
         rules = [*self.allow, *self.session_allow, *self.turn_allow]
-        whole = any(r.tool == tool.name and r.spec is None for r in rules)
+        whole = any(r.names_tool(tool.name) for r in rules)
         covered = [whole or self._path_ruled(rules, tool, t, deny=False) is not None for t in touched]
         if any(t.subject and t.subject.relative is None and not ok for t, ok in zip(touched, covered, strict=True)):
             return Decision("ask", "the path is outside the workspace", outside_workspace=True)
@@ -159,10 +161,14 @@ class PermissionPolicy:
             return Decision("allow")
         if self.mode == "acceptEdits" and tool.kind == "edit" and any(t.use in WRITES for t in touched):
             return Decision("allow")  # every path it writes is in the workspace and not protected (above)
+        if server := mcp_server(tool.name):
+            return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
         return Decision("ask", f"{tool.name} needs approval in {self.mode} mode")
 
     def _rules_and_mode(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
-        """Steps 1-3: deny rules, then the modes that decide alone."""
+        """Steps 1-3: deny rules, then the modes that decide alone (a network tool: all of it)."""
+        if tool.network is not None:
+            return self._decide_network(tool, args)
         denied = self._denied(tool, args)
         if isinstance(denied, Rule):
             return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
@@ -171,6 +177,8 @@ class PermissionPolicy:
         if self.mode == "bypassPermissions":
             return Decision("allow")
         if self.mode == "plan" and tool.kind in ("edit", "execute"):
+            if mcp_server(tool.name) and any(r.names_tool(tool.name) for r in (*self.allow, *self.session_allow)):
+                return Decision("allow")  # an MCP tool an allow rule names (its server is not asked otherwise)
             return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
         return None
 
@@ -217,7 +225,7 @@ class PermissionPolicy:
     def _denied(self, tool: Declared, args: Mapping[str, Any]) -> Rule | Literal["maybe", "no"]:
         """The deny rule that matches the call (named in the denial, so the person knows
         which one to change), "maybe" for a command that cannot be read fully, or "no"."""
-        whole = [r for r in self.deny if r.tool == tool.name and r.spec is None]
+        whole = [r for r in self.deny if r.names_tool(tool.name)]
         if whole:
             return whole[0]
         if tool.name == "Bash":  # the one tool whose rules are commands, read by the shell reader
@@ -253,6 +261,17 @@ class PermissionPolicy:
         command = args.get("command")
         rules = [r for r in rules if r.tool == tool.name and r.spec is not None]
         return bool(rules) and isinstance(command, str) and command_allowed(analyse(command), rules)
+
+    def hides(self, tool: str) -> bool:
+        """Whether a deny rule names the whole tool, so the model is not even shown it
+        (for MCP tools: `mcp__server`, `mcp__server__*`, `mcp__server__tool`)."""
+        return any(r.names_tool(tool) for r in self.deny)
+
+    @staticmethod
+    def server_rule(tool: str) -> str:
+        """The rule "yes, and don't ask again for all tools of this server" adds; "" for a
+        tool that is not an MCP server's."""
+        return mcp_server_rule(tool)
 
     def suggest_rule(self, tool: Declared, args: Mapping[str, Any]) -> str:
         """The rule that "yes, and don't ask again" adds: narrow, but useful next time.

@@ -22,6 +22,28 @@ from ..globs import compile_glob, covers, split_literal_prefix
 from .command_forms import WRAPPERS, Analysis, analyse
 from .shell import Script, Word, parse_script
 
+# --- MCP tools ----------------------------------------------------------------------
+
+MCP_PREFIX = "mcp__"
+MCP_SEPARATOR = "__"
+"""An MCP tool is `mcp__<server>__<tool>` (`core/mcp/names.py`); the server's part holds no `__`."""
+_BARE_RULE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def mcp_server(name: str) -> str | None:
+    """The server of an MCP tool's (or rule's) name: `mcp__github__create_issue` → `github`."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    part, _, _ = name[len(MCP_PREFIX) :].partition(MCP_SEPARATOR)
+    return part or None
+
+
+def mcp_server_rule(tool: str) -> str:
+    """The rule naming every tool of `tool`'s MCP server (`mcp__github`), or "" for other tools."""
+    server = mcp_server(tool)
+    return f"{MCP_PREFIX}{server}" if server else ""
+
+
 # --- Bash commands ------------------------------------------------------------------
 
 Match = Literal["yes", "maybe", "no"]
@@ -131,12 +153,25 @@ class Rule:
             if name.strip() != "Bash" and spec:  # any other tool's spec is a path glob
                 compile_glob(os.path.expanduser(spec))  # ValueError: "invalid glob pattern …"
             return cls(name.strip(), spec)
-        if not text or not text.replace("_", "").isalnum():
-            raise ValueError(f"not a permission rule: {text!r} (expected e.g. Bash(git status) or Edit(src/**))")
+        bare = text.removesuffix(MCP_SEPARATOR + "*") if mcp_server(text) else text
+        if not _BARE_RULE.fullmatch(bare) or (bare != text and bare.count(MCP_SEPARATOR) != 1):
+            raise ValueError(
+                f"not a permission rule: {text!r} (expected e.g. Bash(git status), Edit(src/**) or mcp__server__tool)"
+            )
         return cls(text)
 
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
+
+    def names_tool(self, tool: str) -> bool:
+        """A rule without a spec names the tool itself; `mcp__server` and `mcp__server__*`
+        name every tool of that MCP server."""
+        if self.spec is not None:
+            return False
+        if self.tool == tool:
+            return True
+        server_rule = mcp_server_rule(tool)
+        return bool(server_rule) and self.tool in (server_rule, server_rule + MCP_SEPARATOR + "*")
 
     # Bash specs
 

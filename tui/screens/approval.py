@@ -78,6 +78,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             tooltip="Run it, and add the shown rule for this session",
             priority=True,
         ),
+        Binding(
+            "s",
+            "answer('always_server')",
+            "Always (server)",
+            tooltip="Run it, and allow every tool of this MCP server for this session",
+            priority=True,
+        ),
         Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops", priority=True),
         Binding(
             "f",
@@ -106,6 +113,14 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self._preview_rows = 0
         self.fitted = False
         """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`s` (all tools of this server) only for an MCP server's tool; a command file's
+        question has no rule to add and no model to tell: no "always", no feedback."""
+        if action == "answer" and parameters == ("always_server",):
+            return bool(self.request.server_rule)
+        not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
+        return not (self.request.remembered_for and not_offered)
 
     @property
     def asking(self) -> bool:
@@ -175,6 +190,17 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 Option(Content.assemble(("3 ", "bold"), "No, do not send the command", ("  (esc)", "dim")), id="no"),
             ]
         rule = reveal_line(self.request.suggested_rule)
+        server_rule = reveal_line(self.request.server_rule)
+        server = [
+            Option(
+                Content.assemble(
+                    ("s ", "bold"),
+                    "Yes, and don't ask again for all tools of this server ",
+                    (server_rule, "bold $text-accent"),
+                ),
+                id="always_server",
+            )
+        ]
         # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
         who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
         stop = f"No, and stop {who}" if who else "No, and stop"
@@ -184,17 +210,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
                 id="always",
             ),
+            *(server if server_rule else []),
             Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
             Option(
                 Content.assemble(("f ", "bold"), f"No, and tell {who or 'todo-agent'} what to do instead"),
                 id="feedback",
             ),
         ]
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A command file's question has no rule to add and no model to tell: no "always", no feedback."""
-        not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
-        return not (self.request.remembered_for and not_offered)
 
     def on_mount(self) -> None:
         self.shown_at = get_time()
@@ -282,6 +304,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             self.dismiss(ApprovalAnswer("yes"))
         elif decision == "always":
             self.dismiss(ApprovalAnswer("always"))
+        elif decision == "always_server":
+            if not self.request.server_rule:  # not an MCP tool: `s` means nothing here
+                return
+            self.dismiss(ApprovalAnswer("always_server"))
         else:
             self.dismiss(ApprovalAnswer("no"))
 

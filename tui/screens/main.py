@@ -36,6 +36,7 @@ from textual.worker import Worker, WorkerState
 
 from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event
 from todo_agent.core.hooks.wiring import SessionSource
+from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
@@ -54,6 +55,7 @@ from ..widgets.prompt import PromptBox, PromptInput, Suggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
+from .mcp_trust import McpTrustScreen
 from .sessions import SessionsScreen
 from .slash import run_slash
 from .work_area import WorkArea
@@ -175,6 +177,7 @@ class MainScreen(Screen[None]):
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
+        self.call_after_refresh(self._start_mcp)  # after the first frame too, and never waited for
         await self._show_session()
         await self._take_over_start()
         if self.pick_session:
@@ -253,12 +256,85 @@ class MainScreen(Screen[None]):
         preload_markdown()
         self.runtime.warm_up()
 
+    # --- MCP servers -----------------------------------------------------------------
+
+    def _start_mcp(self) -> None:
+        mcp = self.runtime.mcp
+        if not mcp.configured:
+            return
+        mcp.listeners.append(self._mcp_changed)
+        self._show_mcp()
+        self.runtime.start_mcp()
+
+    def _show_mcp(self) -> None:
+        connected, total = self.runtime.mcp.counts()
+        failing = any(s.state == "failed" for s in self.runtime.mcp.servers)
+        self.status.set_mcp(connected, total, failing)
+
+    def _mcp_changed(self, server: McpServer) -> None:
+        """A server's state changed (called in its owner task, on this loop)."""
+        if not self.is_attached:
+            return
+        self._show_mcp()
+        if server.state == "connected":  # its tools' schemas now take part of the window
+            self._show_context_usage()
+        if server.state == "failed":
+            text = f"MCP server {server.name} failed: {server.reason} (/mcp shows it; /mcp reconnect {server.name})"
+            self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
+
+    def _ask_mcp_trust(self, *, asked: bool = False) -> None:
+        """`asked`: by `/mcp trust` (say so when nothing waits)."""
+        waiting = self.runtime.mcp.untrusted()
+        if not waiting and asked:
+            self.call_later(self.conversation.add, NoticeEntry("no project MCP server is waiting to be accepted"))
+        if waiting:
+            screen = McpTrustScreen([s.spec for s in waiting])
+            self.app.push_screen(screen, callback=lambda accepted: self._mcp_trust_answered(waiting, accepted))
+
+    async def _mcp_trust_answered(self, servers: list[McpServer], accepted: bool | None) -> None:
+        if accepted:
+            warning = self.runtime.mcp.accept(servers)
+            names = ", ".join(s.name for s in servers)
+            await self.conversation.add(NoticeEntry(f"project MCP servers accepted: {names}; starting them"))
+            if warning:
+                await self.conversation.add(NoticeEntry(warning, "warning"))
+        else:
+            self.runtime.mcp.decline(servers)
+            await self.conversation.add(
+                NoticeEntry("project MCP servers not started this session; /mcp trust starts them", "warning")
+            )
+
+    @work(exclusive=True, group="mcp", exit_on_error=False)
+    async def manage_mcp(self, action: str, name: str) -> None:
+        """`/mcp reconnect|enable|disable NAME` and `/mcp trust`, off the prompt's way."""
+        mcp = self.runtime.mcp
+        if action == "trust":
+            self._ask_mcp_trust(asked=True)
+            return
+        server = mcp.find(name)
+        if server is None:
+            known = ", ".join(s.name for s in mcp.servers) or "none configured"
+            await self.conversation.add(NoticeEntry(f"no MCP server {name!r} (servers: {known})", "warning"))
+            return
+        if action == "reconnect":
+            await mcp.reconnect(server)
+        else:
+            await mcp.set_enabled(server, action == "enable")
+        self._show_mcp()
+        await self.conversation.add(NoticeEntry(f"MCP server {server.name}: {server.state}"))
+
+    @work(exclusive=True, group="mcp", exit_on_error=False)
+    async def _restart_mcp(self) -> None:
+        await self.runtime.restart_mcp()
+        self._show_mcp()
+
     # --- hooks -------------------------------------------------------------------------
 
     def _ask_hook_trust(self) -> None:
         waiting = self.runtime.untrusted_project_hooks
         if not waiting:
             self.run_session_start("resume" if self.runtime.history else "startup")
+            self._ask_mcp_trust()
             return
         path = project_settings_path(self.runtime.config.workspace)
         self.app.push_screen(HookTrustScreen(waiting, path), callback=self._hook_trust_answered)
@@ -275,6 +351,7 @@ class MainScreen(Screen[None]):
                 NoticeEntry("project hooks not run this session; you will be asked again next time", "warning")
             )
         self.run_session_start("resume" if self.runtime.history else "startup")
+        self._ask_mcp_trust()
 
     @work(exclusive=True, group="session-start", exit_on_error=False)
     async def run_session_start(self, source: SessionSource) -> None:
@@ -419,7 +496,9 @@ class MainScreen(Screen[None]):
 
     async def add_entry(self, entry: Entry) -> None:
         if isinstance(entry, ToolEntry):
-            self.status.set_activity(f"running {entry.name}")
+            self.status.set_activity(
+                f"running {entry.name}", timed=True
+            )  # the call's own time (an MCP call can be long)
         await self.conversation.add(entry)
 
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
@@ -536,6 +615,8 @@ class MainScreen(Screen[None]):
         await self._show_session()
         await self.conversation.add(NoticeEntry(f"new session {self.runtime.session_id}"))
         self.run_session_start("clear")
+        if self.runtime.mcp.configured:  # a new session gets fresh servers (and their logs beside it)
+            self._restart_mcp()
 
     def start_compact(self, focus: str) -> None:
         if self.busy:  # sub-agents may be at work for minutes: compact before the next request
@@ -566,6 +647,8 @@ class MainScreen(Screen[None]):
             return
         await self._show_session()
         self.run_session_start("resume")
+        if self.runtime.mcp.configured:
+            self._restart_mcp()
 
     async def cycle_mode(self) -> None:
         self.runtime.cycle_mode()
