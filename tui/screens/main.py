@@ -193,10 +193,15 @@ class MainScreen(Screen[None]):
         app = self.app
 
         def rebuilt() -> None:  # from the index's thread
-            with contextlib.suppress(RuntimeError):  # the app has closed meanwhile
+            if not app.is_running or not box.is_attached:  # the app or the screen has closed meanwhile
+                return
+            with contextlib.suppress(RuntimeError):  # closed between the look and the call
                 app.call_from_thread(box.files_changed)
 
         runtime.file_index.on_rebuilt = rebuilt
+
+    def on_unmount(self) -> None:
+        self.runtime.file_index.on_rebuilt = None  # a listing that lands later has no list to update
 
     def custom_slash_commands(self) -> list[SlashCommand]:
         commands = self.runtime.custom_commands().commands.values()
