@@ -86,6 +86,14 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """Where the test MCP servers (`tests/mcp_servers/`) write what they saw and did."""
+    path = tmp_path / "notes"
+    path.mkdir()
+    return path
+
+
 # --- every ScriptedModel is used to the end ---------------------------------------------
 
 SCRIPT_MAY_END_EARLY = "script_may_end_early"

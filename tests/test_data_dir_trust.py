@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from gate import TOOL, gate
-from test_headless_e2e import todo_agent
+from test_headless_e2e import scripted_events, todo_agent
 
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.hooks.trust import fingerprint, is_trusted, trust, trust_path
@@ -19,14 +19,7 @@ from todo_agent.core.places import data_root
 
 
 def _run(workspace: Path, tmp_path: Path, calls: list[dict[str, object]], *flags: str) -> list[dict[str, object]]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"steps": [{"tool_calls": calls}, {"text": "done"}]}))
-    result = todo_agent(
-        workspace, None, "-p", "go", "--model", f"script:{script}", "--output-format", "stream-json", *flags
-    )
-    assert result.returncode == 0, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    return [e for e in events if e.get("type") == "ToolFinished"]
+    return [e for e in scripted_events(workspace, tmp_path, calls, *flags) if e.get("type") == "ToolFinished"]
 
 
 def test_accept_edits_in_home_cannot_write_the_data_directory(isolated_home: Path, tmp_path: Path) -> None:

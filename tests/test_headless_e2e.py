@@ -31,6 +31,18 @@ def todo_agent(workspace: Path, base_url: str | None, *args: str, env: dict[str,
     )
 
 
+def scripted_events(workspace: Path, tmp_path: Path, calls: list[dict[str, object]], *flags: str) -> list[Any]:
+    """Run `-p` with a scripted model that makes `calls` in one response, then answers;
+    the stream-json events it printed (the run must exit 0)."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"tool_calls": calls}, {"text": "done"}]}))
+    result = todo_agent(
+        workspace, None, "-p", "go", "--model", f"script:{script}", "--output-format", "stream-json", *flags
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
 def tc(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 

@@ -17,13 +17,6 @@ from todo_agent.core.settings import user_settings_path
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches server processes in /proc")
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    path = tmp_path / "notes"
-    path.mkdir()
-    return path
-
-
 def user_settings(notes: Path, extra: str = "") -> None:
     path = user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)

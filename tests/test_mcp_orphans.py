@@ -27,13 +27,6 @@ from todo_agent.core.settings import user_settings_path
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches processes through /proc")
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    path = tmp_path / "notes"
-    path.mkdir()
-    return path
-
-
 @pytest.fixture(autouse=True)
 def _servers(notes: Path) -> None:
     env = {"TEST_SERVER_DIR": str(notes)}

@@ -25,13 +25,6 @@ from todo_agent.core.tools.results import ToolError, ToolResult
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches server processes in /proc")
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    path = tmp_path / "notes"
-    path.mkdir()
-    return path
-
-
 Managers = Callable[..., McpManager]
 
 

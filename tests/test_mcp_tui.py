@@ -18,13 +18,6 @@ from todo_agent.tui.screens.mcp_trust import McpTrustScreen
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches server processes in /proc")
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    path = tmp_path / "notes"
-    path.mkdir()
-    return path
-
-
 def call(name: str, arguments: dict[str, object], call_id: str) -> dict[str, object]:
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_headless_e2e import todo_agent
+from test_headless_e2e import scripted_events, todo_agent
 
 from todo_agent.core.settings import user_settings_path
 
@@ -27,14 +27,9 @@ command = "touch never"
 
 
 def _run(workspace: Path, tmp_path: Path, calls: list[dict[str, object]], *flags: str) -> list[dict[str, object]]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"steps": [{"tool_calls": calls}, {"text": "done"}]}))
-    result = todo_agent(
-        workspace, None, "-p", "go", "--model", f"script:{script}", "--output-format", "stream-json", *flags
-    )
-    assert result.returncode == 0, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    return [e for e in events if e.get("type") in ("ToolFinished", "Notice")]
+    return [
+        e for e in scripted_events(workspace, tmp_path, calls, *flags) if e.get("type") in ("ToolFinished", "Notice")
+    ]
 
 
 def test_a_star_matcher_runs_for_every_tool_and_a_bad_entry_keeps_the_deny_rules(
