@@ -20,6 +20,10 @@ Scenarios (each a fresh launch):
            resuming that history (`--continue`) → input usable; resident memory.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
+- resume:  `--continue` of an empty session and of a 2,000-message one, nothing typed:
+           launch → the status line says `ready` with the history drawn (the last answer
+           and the resume notice on screen): when the conversation and the agent are
+           there, not only the start screen's prompt.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ MODELS = {
     "keys": "chunks=1000,rate=100",
     "idle": "chunks=10",
     "big": "bytes=2000000,chunk=256",
+    "resume": "chunks=10",
 }
 
 
@@ -79,6 +84,7 @@ SCENARIO_APPS = {
     "keys": (BARE, TODO, TODO_HISTORY),
     "idle": (TODO, TODO_HISTORY),
     "big": (TODO,),
+    "resume": (TODO, TODO_HISTORY),
 }
 
 
@@ -123,6 +129,20 @@ def build_history(workspace: Path, home: Path) -> None:
     build_session(workspace, HISTORY_EXCHANGES, (HERE / "history_answer.md").read_text(encoding="utf-8"), root=home)
 
 
+LAST_ANSWER = f"module_{HISTORY_EXCHANGES - 1}.py"
+"""Text of the history's last answer: on screen once the resumed conversation is drawn."""
+RESUMED_NOTICE = "resumed session"
+
+
+def is_ready(screen: str, *, history: bool) -> bool:
+    """The status line says `ready` (the main screen is up: the start screen says
+    `starting…`) and, for a resumed history, its end is drawn with the resume notice."""
+    status = [line.strip() for line in screen.splitlines()[-3:]]
+    if not any(line.startswith("ready ") for line in status):
+        return False
+    return not history or (LAST_ANSWER in screen and RESUMED_NOTICE in screen)
+
+
 @dataclass
 class Running:
     tmux: Tmux
@@ -130,6 +150,7 @@ class Running:
     pid: int
     app: App
     placeholder: str
+    launched: float
     figures: dict[str, float] = field(default_factory=dict)
 
     def screen(self) -> str:
@@ -157,8 +178,9 @@ class Bench:
 
 
 @contextmanager
-def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
-    """Launch `app` in a fresh workspace; measure the first frame and input usable on the way."""
+def started(bench: Bench, app: App, model: str, *, type_first: bool = True) -> Iterator[Running]:
+    """Launch `app` in a fresh workspace; measure the first frame and input usable on the way
+    (`type_first`; else nothing is typed before the scenario runs)."""
     tmux, server = bench.tmux, bench.server
     run_dir = Path(tempfile.mkdtemp(dir=bench.workdir))
     workspace, home, config = run_dir / "project", run_dir / "home", run_dir / "config"
@@ -185,11 +207,12 @@ def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
     name = f"bench-{run_dir.name}"
     launched = time.monotonic()
     pid = tmux.launch(name, argv, cwd=workspace, env=env)
-    running = Running(tmux, name, pid, app, placeholder)
+    running = Running(tmux, name, pid, app, placeholder, launched)
     try:
         running.figures["first_frame"] = running.wait_text(placeholder) - launched
-        tmux.type(name, USABLE_MARK)
-        running.figures["input_usable"] = running.wait_text(USABLE_MARK) - launched
+        if type_first:
+            tmux.type(name, USABLE_MARK)
+            running.figures["input_usable"] = running.wait_text(USABLE_MARK) - launched
         yield running
     finally:
         tmux.kill(name, pid)
@@ -340,6 +363,13 @@ def scenario_big(run: Running, server: Server) -> None:
     run.figures["big_key_max"] = max(latencies)
 
 
+def scenario_resume(run: Running, server: Server) -> None:
+    history = run.app.history
+    run.figures["ready"] = run.wait(lambda screen: is_ready(screen, history=history)) - run.launched
+    run.figures["ready_cpu"] = cpu_seconds(run.pid)  # less noisy than the time on a busy machine
+    settle(run.pid, quiet=1.0)  # the warm-up (`import openai`) after it, so the next launch is not slowed
+
+
 SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "launch": scenario_launch,
     "burst": lambda run, server: scenario_stream(run, server, "burst"),
@@ -347,6 +377,7 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "keys": scenario_keys,
     "idle": scenario_idle,
     "big": scenario_big,
+    "resume": scenario_resume,
 }
 
 
@@ -398,7 +429,7 @@ def run_rounds(rounds: int, only: list[str], workdir: Path, todo_agent: Path, ot
             for scenario in only:
                 apps = with_other(SCENARIO_APPS[scenario]) if other else SCENARIO_APPS[scenario]
                 for app in apps if number % 2 == 0 else tuple(reversed(apps)):
-                    with started(bench, app, MODELS[scenario]) as run:
+                    with started(bench, app, MODELS[scenario], type_first=scenario != "resume") as run:
                         SCENARIOS[scenario](run, server)
                     for figure, value in run.figures.items():
                         key = f"{scenario}.{figure}"
@@ -420,20 +451,29 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}"
 
 
+def ratios(values: list[float], base: list[float]) -> str:
+    """min / median / max of the ratios taken within each round."""
+    return spread([v / b for v, b in zip(values, base, strict=False) if b])
+
+
 def report(results: Results) -> str:
-    """One row per figure: each app's min / median / max, and each ratio to the baseline."""
+    """One row per figure: each app's min / median / max, each ratio to the baseline, and
+    the resumed history's ratio to the empty session."""
     labels = sorted(results, key=lambda label: (label == BARE.label, label))
     others = [label for label in labels if label != BARE.label]
     bare = results.get(BARE.label, {})
+    empty, history = results.get(TODO.label, {}), results.get(TODO_HISTORY.label, {})
     head = ["figure", *labels, *(f"{label} / bare" for label in others if bare)]
+    if empty and history:
+        head.append(f"{TODO_HISTORY.label} / {TODO.label}")
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     keys = sorted({key for figures in results.values() for key in figures})
     for key in keys:
         cells = [key, *(spread(results[label].get(key, [])) for label in labels)]
         if bare:
-            for label in others:
-                values, base = results[label].get(key, []), bare.get(key, [])
-                cells.append(spread([v / b for v, b in zip(values, base, strict=False) if b]))
+            cells.extend(ratios(results[label].get(key, []), bare.get(key, [])) for label in others)
+        if empty and history:
+            cells.append(ratios(history.get(key, []), empty.get(key, [])))
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
