@@ -20,6 +20,9 @@ Scenarios (each a fresh launch):
            resuming that history (`--continue`) → input usable; resident memory.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
+- fence:   as `big`, a 1 MB answer that is one code fence (a model writing a long file).
+- lines:   as `big`, a 2 MB answer of 10,000-character lines without a blank line (one
+           Markdown paragraph: pasted output).
 - resume:  `--continue` of an empty session and of a 2,000-message one, nothing typed:
            launch → the status line says `ready` with the history drawn (the last answer
            and the resume notice on screen): when the conversation and the agent are
@@ -63,6 +66,8 @@ MODELS = {
     "keys": "chunks=1000,rate=100",
     "idle": "chunks=10",
     "big": "bytes=2000000,chunk=256",
+    "fence": "bytes=1000000,chunk=256,shape=fence",
+    "lines": "bytes=2000000,chunk=256,shape=lines",
     "resume": "chunks=10",
 }
 
@@ -84,6 +89,8 @@ SCENARIO_APPS = {
     "keys": (BARE, TODO, TODO_HISTORY),
     "idle": (TODO, TODO_HISTORY),
     "big": (TODO,),
+    "fence": (TODO,),
+    "lines": (TODO,),
     "resume": (TODO, TODO_HISTORY),
 }
 
@@ -349,18 +356,18 @@ def scenario_idle(run: Running, server: Server) -> None:
 
 
 BIG_LIMIT = 300.0
-"""Seconds after which the 2 MB answer counts as never shown (reported as this limit)."""
+"""Seconds after which a big answer counts as never shown (reported as this limit)."""
 
 
-def scenario_big(run: Running, server: Server) -> None:
+def scenario_big(run: Running, server: Server, prefix: str) -> None:
     before = settle(run.pid)
     enter = send_prompt(run, server)
     run.wait_text(run.placeholder)
     latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=BIG_LIMIT)
-    run.figures["big_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
-    run.figures["big_cpu"] = cpu_seconds(run.pid) - before
-    run.figures["big_key_p99"] = percentile(latencies, 0.99)
-    run.figures["big_key_max"] = max(latencies)
+    run.figures[f"{prefix}_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
+    run.figures[f"{prefix}_cpu"] = cpu_seconds(run.pid) - before
+    run.figures[f"{prefix}_key_p99"] = percentile(latencies, 0.99)
+    run.figures[f"{prefix}_key_max"] = max(latencies)
 
 
 def scenario_resume(run: Running, server: Server) -> None:
@@ -376,7 +383,9 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "paced": lambda run, server: scenario_stream(run, server, "paced"),
     "keys": scenario_keys,
     "idle": scenario_idle,
-    "big": scenario_big,
+    "big": lambda run, server: scenario_big(run, server, "big"),
+    "fence": lambda run, server: scenario_big(run, server, "fence"),
+    "lines": lambda run, server: scenario_big(run, server, "lines"),
     "resume": scenario_resume,
 }
 
