@@ -90,7 +90,9 @@ def body_of(shape: str, size: int) -> str:
 
 
 @cache
-def answer_chunks(chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0, shape: str = "mixed") -> tuple[str, ...]:
+def answer_chunks(
+    chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0, shape: str = "mixed"
+) -> tuple[str, ...]:
     """The answer, cut into its chunks: token-sized, or `chunk_bytes` long when `size_bytes` is set."""
     if size_bytes:
         body = body_of(shape, size_bytes)

@@ -2,11 +2,13 @@
 
 Usage: python benchmarks/tui_bench.py [--rounds 3] [--only launch,burst,...] [--json OUT]
 
-Both apps run as real processes in a private tmux server (120×40) and are read the way a
-person reads them: by the screen (`capture-pane`). Rounds are interleaved (each round
-runs every scenario for every app, the order alternating), and each figure is reported
-as min / median / max over the rounds, with todo-agent's ratio to the baseline taken
-within the same round, so a busy machine slows both sides of a ratio alike.
+Both apps run as real processes in a private tmux server (120×40, or `--size`) and are
+read the way a person reads them: by the screen (`capture-pane`). Rounds are interleaved
+(each round runs every scenario for every app, the order alternating), and each figure
+is reported as min / median / max over the rounds, with todo-agent's ratio to the
+baseline taken within the same round, so a busy machine slows both sides of a ratio alike.
+`--paced MODEL` changes the paced scenario's answer (e.g. `bytes=84000,chunk=40,rate=100`:
+line-sized chunks), `--bare-fps N` the bare app's frame rate.
 
 Scenarios (each a fresh launch):
 - launch:  launch → first frame → a typed key is on screen ("input usable"); the prompt
@@ -173,6 +175,14 @@ class Running:
         return self.wait(lambda screen: text in screen, timeout)
 
 
+@dataclass(frozen=True)
+class Options:
+    size: tuple[int, int] = (120, 40)
+    """The terminal, columns × rows."""
+    bare_fps: int | None = None
+    """`TEXTUAL_FPS` for the bare app (None: Textual's default, 60)."""
+
+
 @dataclass
 class Bench:
     tmux: Tmux
@@ -182,6 +192,7 @@ class Bench:
     """The `todo-agent` executable measured."""
     other: Path | None = None
     """Another `todo-agent` measured in the same rounds (`--compare`), e.g. the code before a change."""
+    options: Options = field(default_factory=Options)
 
 
 @contextmanager
@@ -211,9 +222,11 @@ def started(bench: Bench, app: App, model: str, *, type_first: bool = True) -> I
     else:
         argv = [sys.executable, str(HERE / "bare_textual.py"), server.url, model]
         placeholder = "Ask…"
+        if bench.options.bare_fps:
+            env["TEXTUAL_FPS"] = str(bench.options.bare_fps)
     name = f"bench-{run_dir.name}"
     launched = time.monotonic()
-    pid = tmux.launch(name, argv, cwd=workspace, env=env)
+    pid = tmux.launch(name, argv, cwd=workspace, env=env, size=bench.options.size)
     running = Running(tmux, name, pid, app, placeholder, launched)
     try:
         running.figures["first_frame"] = running.wait_text(placeholder) - launched
@@ -426,13 +439,15 @@ def precompile(executable: Path) -> None:
     subprocess.run([str(interpreter), "-c", COMPILE], check=True)
 
 
-def run_rounds(rounds: int, only: list[str], workdir: Path, todo_agent: Path, other: Path | None) -> Results:
+def run_rounds(
+    rounds: int, only: list[str], workdir: Path, todo_agent: Path, *, other: Path | None, options: Options
+) -> Results:
     results: Results = {}
     for executable in (todo_agent, *([other] if other else [])):
         precompile(executable)
     server = Server(workdir)
     tmux = Tmux(f"todo-agent-bench-{os.getpid()}")
-    bench = Bench(tmux, server, workdir, todo_agent, other)
+    bench = Bench(tmux, server, workdir, todo_agent, other, options)
     try:
         for number in range(rounds):
             for scenario in only:
@@ -495,6 +510,13 @@ def main() -> None:
         "--only", default=",".join(SCENARIOS), help="comma-separated scenarios: " + ", ".join(SCENARIOS)
     )
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--size", default="120x40", help="the terminal both apps run in, COLUMNSxROWS")
+    parser.add_argument(
+        "--paced", default=MODELS["paced"], help="the paced scenario's answer (a stream_server.py model)"
+    )
+    parser.add_argument(
+        "--bare-fps", type=int, help="the bare app's most frames a second (TEXTUAL_FPS; Textual's default is 60)"
+    )
     parser.add_argument("--compare", type=Path, help="another todo-agent executable, measured in the same rounds")
     parser.add_argument(
         "--todo-agent",
@@ -507,9 +529,12 @@ def main() -> None:
     unknown = [s for s in only if s not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(unknown)}")
+    MODELS["paced"] = args.paced
+    columns, _, rows = args.size.partition("x")
+    options = Options((int(columns), int(rows)), args.bare_fps)
     with tempfile.TemporaryDirectory(prefix="todo-agent-bench-") as tmp:
         other = args.compare.resolve() if args.compare else None
-        results = run_rounds(args.rounds, only, Path(tmp), args.todo_agent.resolve(), other)
+        results = run_rounds(args.rounds, only, Path(tmp), args.todo_agent.resolve(), other=other, options=options)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
