@@ -245,6 +245,38 @@ async def test_tokens_are_drawn_a_frame_at_a_time() -> None:
         assert "Last paragraph" in conversation.block_text(conversation.blocks[-1])
 
 
+async def test_a_steady_stream_repaints_only_the_line_that_grows() -> None:
+    """Words added to the last line of a long paragraph repaint that line, not the
+    paragraph (each repainted line costs the screen a chop and a write, 20 times a second)."""
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        await conversation.write_live("A paragraph " + "of several words " * 40 + "\n" + "and more " * 3)
+        await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+        await pilot.pause()
+        live = conversation.live
+        assert live is not None and live.height >= 6
+        painted: list[int] = []
+        real = conversation.render_line
+
+        def render_line(y: int) -> Any:
+            painted.append(y)
+            return real(y)
+
+        conversation.render_line = render_line  # type: ignore[method-assign]
+        frames = []
+        for word in ("one ", "two ", "three ", "four "):  # the last line has room for them
+            height = live.height
+            await conversation.write_live(word)
+            await wait_until(pilot, lambda: not live.dirty)
+            await pilot.pause()
+            assert live.height == height
+            frames.append(len(painted))
+            painted.clear()
+        assert frames == [1, 1, 1, 1]
+        assert "three four" in conversation.block_text(live)
+
+
 async def test_the_finished_message_takes_the_live_one_s_place_and_lines() -> None:
     app = Host(Conversation())
     async with app.run_test(size=SIZE) as pilot:

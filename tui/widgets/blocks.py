@@ -12,6 +12,7 @@ output is drawn as what it is.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 from textual.content import Content
@@ -306,6 +307,8 @@ class LiveBlock:
         self.height = 0
         self.dirty = False
         """Text arrived that is not drawn yet."""
+        self.changed_from = 0
+        """The first of its lines that the last `update` changed."""
 
     rendered = True
 
@@ -342,22 +345,28 @@ class LiveBlock:
         """Take in what arrived: final pieces join the body, the tail is drawn again
         (`redraw`: all of it, in new colours)."""
         body = self._body
+        was_start, was_tail = self.tail_start, self._tail
         if redraw or body is None or body.width != max(1, width - GUTTER):  # first, another width or theme
             body = self._body = MarkdownBody(max(1, width - GUTTER))
             for piece in self._final:
                 body.add(piece, painter)
-            self._tail_drawn = (None, [])
+            self._tail_drawn, was_tail = (None, []), []
         deadline = time.monotonic() + self.BUDGET
         while True:
             self._take(self._markdown.settle(self.CHUNK), body, painter)
             if not self._markdown.behind or time.monotonic() > deadline:
                 break
         tail = self._markdown.tail()
-        self._tail_drawn = (tail, block_lines(tail, body.width, painter) if tail is not None else [])
-        opens = tail is None or tail.opens
-        self._tail = decorate(self._tail_drawn[1], painter, first=not body, opens=opens)
+        if tail != self._tail_drawn[0] or tail is None:
+            self._tail_drawn = (tail, block_lines(tail, body.width, painter) if tail is not None else [])
+            opens = tail is None or tail.opens
+            self._tail = decorate(self._tail_drawn[1], painter, first=not body, opens=opens)
         self.height = body.height + len(self._tail)
         self.dirty = self._markdown.behind
+        self.changed_from = min(was_start, body.height)
+        if was_start == body.height:  # the same final part: the tail's lines that differ (often only its last)
+            same = itertools.takewhile(lambda pair: pair[0] == pair[1], zip(was_tail, self._tail, strict=False))
+            self.changed_from += sum(1 for _ in same)
 
     def _take(self, settled: Settled, body: MarkdownBody, painter: Painter) -> None:
         """Pieces taken back leave the body; final ones join it (with the tail's lines

@@ -164,13 +164,14 @@ class Conversation(ScrollView, can_focus=False):
         if live is None or not live.dirty or not self._width:
             return
         started = time.monotonic()
-        height, tail = live.height, live.tail_start
+        height = live.height
         live.update(self._width, self._painter)
         if live.height == height and self._blocks[-1] is live and self._tops:
-            # The same number of lines: nothing moves, only the last lines change (2 frames
-            # in 3 of a steady stream). Repaint those, not the pane.
-            first = self._tops[-1] + min(tail, live.tail_start)
-            self.refresh_lines(first + self._lift, self._tops[-1] + live.height - first)
+            # The same number of lines: nothing moves, only the lines that changed (most
+            # frames of a steady stream: the last line grows). Repaint those, not the pane.
+            first = self._tops[-1] + live.changed_from
+            if live.changed_from < live.height:
+                self.refresh_lines(first + self._lift, self._tops[-1] + live.height - first)
         else:
             self._relayout()
         cost = time.monotonic() - started
