@@ -194,7 +194,10 @@ class StatusLine(Horizontal):
         least = min(model, MIN_MODEL_CELLS + 2)
         tries = [(w, model) for w in wordings[:2]] + [(w, least) for w in wordings[1:]]
         chosen = next((w for w, name in tries if needs(w) + name <= room), wordings[-1])
-        _show(self.query_one("#status-activity", Static), chosen.activity)
+        # The activity takes the room left (`1fr`): new words never change its size, so a
+        # repaint will do. A layout would arrange the whole screen again, every second
+        # of a turn as the clock ticks.
+        _show(self.query_one("#status-activity", Static), chosen.activity, layout=False)
         _show(self.query_one("#status-mode", Static), chosen.mode)
         spare = room - needs(chosen) - 2
         label = self.query_one("#status-model", Static)
@@ -205,6 +208,6 @@ class StatusLine(Horizontal):
             label.styles.max_width = limit
 
 
-def _show(label: Static, text: str) -> None:
+def _show(label: Static, text: str, *, layout: bool = True) -> None:
     if str(label.content) != text:  # an update re-lays the line out, even to the same text
-        label.update(text)
+        label.update(text, layout=layout)
