@@ -220,6 +220,7 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
             for piece in pieces(text, 4):
                 await app.conversation.write_live(piece)
                 await pilot.pause()
+            await wait_until(pilot, lambda: app.conversation.live is not None and not app.conversation.live.dirty)
         assert app.conversation.live is not None and len(app.conversation.live.final_pieces) > 20
         assert again == []
 

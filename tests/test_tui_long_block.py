@@ -19,7 +19,8 @@ from textual.strip import Strip
 from tui_helpers import SIZE, Host, pieces, screen_text, wait_until
 
 from todo_agent.tui.transcript import AssistantEntry
-from todo_agent.tui.widgets import markdown_blocks
+from todo_agent.tui.widgets import markdown_blocks, markdown_body
+from todo_agent.tui.widgets.blocks import AssistantBlock
 from todo_agent.tui.widgets.conversation import Conversation
 from todo_agent.tui.widgets.markdown_blocks import Piece, split_pieces
 from todo_agent.tui.widgets.markdown_stream import GrowingMarkdown
@@ -94,6 +95,8 @@ class Work:
     [
         pytest.param("```python\n" + code(300) + "THE END\n", id="one code fence"),
         pytest.param(prose(300) + "THE END\n", id="lines without a blank line"),
+        pytest.param("word " * 8_000 + "THE END\n", id="one line"),
+        pytest.param("```\n" + "x=1;" * 8_000 + "THE END\n", id="one line of code"),
     ],
 )
 @pytest.mark.usefixtures("small_slices")
@@ -114,11 +117,35 @@ async def test_one_long_block_costs_per_chunk_what_arrived(text: str, monkeypatc
         assert len(text) > 25_000 and len(costs) > 40
         worst_parsed = max(parsed for parsed, _ in costs[10:])
         worst_rendered = max(rendered for _, rendered in costs[10:])
-        assert worst_parsed <= 6 * 600, costs  # the chunk, the slice it joins, the line before
+        assert worst_parsed <= 3 * (600 + 1_000), costs  # the chunk and the slice it joins: read, drawn
         assert worst_rendered <= 3 * SIZE[1], costs  # what arrived and a screenful around it
         await conversation.finish_live(text)
         await pilot.pause()
         assert "THE END" in screen_text(app)  # type: ignore[arg-type]
+
+
+async def test_a_long_answer_keeps_a_bounded_number_of_lines_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines of pieces drawn long ago are let go (the collector walks every kept line)
+    and drawn again when they come back into view."""
+    monkeypatch.setattr(markdown_body, "KEPT_LINES", 200)
+    text = "```python\n" + code(300) + "```\n"
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        for chunk in pieces(text, 2_000):
+            await conversation.write_live(chunk)
+            await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+            await pilot.pause()
+        await conversation.finish_live(text)
+        await pilot.pause()
+        block = conversation.blocks[-1]
+        assert isinstance(block, AssistantBlock) and block.height > 1_000
+        assert block.body is not None and block.body.kept <= 200 + 40  # one slice may go over
+        conversation.release_anchor()
+        conversation.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        assert "def parse_0(text: str)" in screen_text(app)  # type: ignore[arg-type]
+        assert "def parse_299(text: str)" in conversation.block_text(block)
 
 
 # --- what it looks like ----------------------------------------------------------------------
@@ -146,6 +173,7 @@ async def finished_text(text: str) -> str:
         pytest.param(prose(30) + "===\n\nafter\n", id="a paragraph that turns into a heading"),
         pytest.param(prose(30) + "- item\n  - nested\n1. one\n", id="a paragraph that a list ends"),
         pytest.param("# Title\n\n" + prose(12) + "\n```\n" + code(20) + "```\n" + prose(12), id="blocks around"),
+        pytest.param("A blob: " + "word " * 900 + "\n\n```\n" + "x=1;" * 900 + "\n```\n", id="long lines"),
     ],
 )
 @pytest.mark.usefixtures("small_slices")
@@ -215,7 +243,8 @@ VOCABULARY = [
     "plain words here\n", "more text *em* and **strong\n", "closing** text\n", "\n", "   \n", "# Heading\n",
     "===\n", "---\n", "- item\n", "  - nested\n", "1. one\n", "2. two\n", "> quote\n", "```\n", "```python\n",
     "~~~\n", "````\n", "    indented code\n", "a | b\n", "<div>\n", "</div>\n", "[ref]: http://x\n", "***\n",
-    "x" * 300 + "\n", "\t tab\n", "`code` span\n", "+ plus\n", "a\u2028line\n",
+    "x" * 300 + "\n", "\t tab\n", "`code` span\n", "+ plus\n", "a\u2028line\n", "y" * 2_500 + "\n",
+    "word " * 500 + "\n", "- " + "item " * 300 + "\n",
 ]  # fmt: skip
 
 
@@ -242,7 +271,7 @@ def test_streamed_pieces_are_the_finished_answer_s_pieces() -> None:
         lines = [
             rng.choice(VOCABULARY) if rng.random() < 0.6 else f"plain line {rng.randint(0, 99)}\n" for _ in range(60)
         ]
-        text = "".join(lines) + rng.choice(("", "a last line without a newline", "```"))
+        text = "".join(lines) + rng.choice(("", "a last line without a newline", "```", "z " * 1_500))
         assert stream_pieces(text, rng) == split_pieces(text), text
 
 

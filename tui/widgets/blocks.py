@@ -238,6 +238,11 @@ class AssistantBlock(Block):
     def rendered(self) -> bool:
         return self._body is not None and self._body.drawn
 
+    @property
+    def body(self) -> MarkdownBody | None:
+        """Its pieces at the current width (None until first drawn)."""
+        return self._body
+
     def reset(self, width: int) -> None:
         self._body = None
         self.height = estimate_height(self.entry, width)
@@ -309,6 +314,8 @@ class LiveBlock:
         """Text arrived that is not drawn yet."""
         self.changed_from = 0
         """The first of its lines that the last `update` changed."""
+        self._held: list[Settled] = []
+        """What `take_in` settled, for the next `update` to draw."""
 
     rendered = True
 
@@ -329,6 +336,11 @@ class LiveBlock:
     def behind(self) -> bool:
         """Whether text arrived that is not drawn yet (`dirty`, asked after an update)."""
         return self.dirty
+
+    @property
+    def backlog(self) -> bool:
+        """Whether text arrived that is not even taken in yet (a burst: `take_in` has work)."""
+        return self._markdown.behind
 
     def streamed(self, text: str) -> bool:
         """Whether `text` is exactly what was fed, so the lines drawn from it are its lines."""
@@ -351,6 +363,7 @@ class LiveBlock:
             for piece in self._final:
                 body.add(piece, painter)
             self._tail_drawn, was_tail = (None, []), []
+        self._take_held(body, painter)
         deadline = time.monotonic() + self.BUDGET
         while True:
             self._take(self._markdown.settle(self.CHUNK), body, painter)
@@ -367,6 +380,18 @@ class LiveBlock:
         if was_start == body.height:  # the same final part: the tail's lines that differ (often only its last)
             same = itertools.takewhile(lambda pair: pair[0] == pair[1], zip(was_tail, self._tail, strict=False))
             self.changed_from += sum(1 for _ in same)
+
+    def take_in(self) -> None:
+        """Settle what arrived for at most `BUDGET`, drawing nothing: the pieces that became
+        final join the body at the next `update` (during a burst, most frames draw nothing)."""
+        deadline = time.monotonic() + self.BUDGET
+        while self._markdown.behind and time.monotonic() <= deadline:
+            self._held.append(self._markdown.settle(self.CHUNK))
+
+    def _take_held(self, body: MarkdownBody, painter: Painter) -> None:
+        for settled in self._held:
+            self._take(settled, body, painter)
+        self._held.clear()
 
     def _take(self, settled: Settled, body: MarkdownBody, painter: Painter) -> None:
         """Pieces taken back leave the body; final ones join it (with the tail's lines
@@ -401,5 +426,6 @@ class LiveBlock:
         body = self._body
         if body is None:
             return AssistantBlock(entry)
+        self._take_held(body, painter)
         self._take(self._markdown.finish(), body, painter)
         return AssistantBlock(entry, body)

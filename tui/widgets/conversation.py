@@ -39,6 +39,10 @@ FRAME_RATE = 20
 repaints the whole pane (the view scrolls with it)."""
 SLOWEST_FRAME = 0.25
 """However far behind drawing falls, the live message is redrawn at least this often (s)."""
+BURST_FRAME = 0.12
+"""While more text waits than a frame takes in (a burst), it is taken in a slice at a time
+with keys served between slices, and drawn only this often (s): drawing every slice of a
+2 MB burst cost more than taking it in."""
 
 AnyBlock = Block | LiveBlock
 Anchor = tuple[AnyBlock, int]
@@ -163,6 +167,10 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         if live is None or not live.dirty or not self._width:
             return
+        if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+            live.take_in()
+            self._frame = self.set_timer(0.001, self._draw_live, name="live message")
+            return
         started = time.monotonic()
         height = live.height
         live.update(self._width, self._painter)
@@ -200,9 +208,13 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         same = live is not None and self._width > 0 and self.is_attached and live.streamed(text)
         if live is not None and same:
-            while live.behind():  # what is left of a burst, a frame's worth at a time
-                live.update(self._width, self._painter)
-                self._relayout()
+            while live.behind():  # what is left of a burst, a slice at a time, drawn now and then
+                if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+                    live.take_in()
+                else:
+                    live.update(self._width, self._painter)
+                    self._relayout()
+                    self._last_frame = time.monotonic()
                 await asyncio.sleep(0)  # keys and the screen go first
         self.live = None
         position = self._blocks.index(live) if live is not None else len(self._blocks)
@@ -414,9 +426,13 @@ class Conversation(ScrollView, can_focus=False):
         return drawn
 
     def _draw_around_view(self) -> None:
-        """After a frame: the screens above and below too, so paging lands on exact lines."""
+        """After a frame: the screens above and below too, so paging lands on exact lines.
+
+        Not while the view follows a message still arriving: the screen above is gone by
+        the next frame (a burst scrolls a screen or more a frame), and paging up draws it then."""
         self._prefetch_pending = False
-        if self._width and self.is_attached:
+        streaming = self.live is not None and self.live.dirty and self._following()
+        if self._width and self.is_attached and not streaming:
             self._draw_near_view(screens=1)
 
     def _on_resize(self, event: Resize) -> None:

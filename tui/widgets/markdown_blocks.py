@@ -24,8 +24,9 @@ What slicing costs, deliberately: a paragraph's text restarts on a new line at a
 (Markdown would run it on), and inline markup open across a cut (`**` on one side, its
 close on the other) shows as typed; in code with no such top-level line in reach (a
 long string, dense code without blank lines), a slice is highlighted from its own first
-line. Fences and paragraphs shorter than one slice, and every other kind of block, are
-drawn whole, exactly as before.
+line. A line longer than a slice (minified code, a blob) is cut too, at a space where
+there is one: it shows on more rows than it would have. Fences and paragraphs shorter
+than one slice, and every other kind of block, are drawn whole, exactly as before.
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.markdown import Markdown
 
-SLICE_LINES = 60
-SLICE_CHARS = 6_000
+SLICE_LINES = 40
+SLICE_CHARS = 3_000
 """A slice of a long fence or paragraph ends at the first line that brings it to this many
-lines or characters (and, in a fence, is not blank). Small enough that the slice still
-growing is drawn again each frame in a few milliseconds."""
+lines or characters (and, in a fence, is not blank); a longer line is cut in parts of at
+most `SLICE_CHARS`. Small enough that the slice still growing is drawn again each frame
+in a few milliseconds."""
 CONTEXT_LINES = 80
 """How far back (in lines of code) the highlighter may start before a slice."""
 
@@ -182,13 +184,14 @@ def split_pieces(source: str) -> list[Piece]:
 
 def block_pieces(lines: list[str], span: Span) -> list[Piece]:
     """One finished block (its source lines) as it is drawn: whole, or in slices."""
-    if span.kind == "paragraph_open" and (cuts := slice_cuts(lines)):
-        bounds = [0, *cuts] if cuts[-1] == len(lines) else [0, *cuts, len(lines)]
-        return [Piece("".join(lines[a:b]), "paragraph", opens=a == 0) for a, b in itertools.pairwise(bounds)]
+    if span.kind == "paragraph_open" and (cuts := slice_cuts(units := units_of(lines))):
+        bounds = [0, *cuts] if cuts[-1] == len(units) else [0, *cuts, len(units)]
+        return [Piece("".join(units[a:b]), "paragraph", opens=a == 0) for a, b in itertools.pairwise(bounds)]
     if span.fence:
-        body = lines[1:]
-        if body and is_closing_fence(body[-1], span.fence):
-            body = body[:-1]
+        code = lines[1:]
+        if code and is_closing_fence(code[-1], span.fence):
+            code = code[:-1]
+        body = units_of(code)
         if cuts := slice_cuts(body, code=True):
             starts = [0, *cuts]  # the last slice, empty or not, draws the box's bottom edge
             ends = [*cuts, len(body)]
@@ -206,17 +209,34 @@ def block_pieces(lines: list[str], span: Span) -> list[Piece]:
     return [Piece("".join(lines))]
 
 
-def slice_cuts(lines: list[str], *, code: bool = False, start: int = 0) -> list[int]:
-    """Where slices of `lines` end (indexes after their last line), from `start` on: at the
-    first complete line that brings a slice to `SLICE_LINES` lines or `SLICE_CHARS`
-    characters and, in code, is not blank (a code box's slice never ends on blank lines,
-    which Rich would drop)."""
+def units_of(lines: list[str]) -> list[str]:
+    """`lines` as the units slices are made of: lines, a line longer than `SLICE_CHARS` in
+    parts (after the last space in its second half, else where it is full). A part depends
+    only on the text since the part before it, so a line still arriving is cut where the
+    whole line will be (its last part, still growing, is cut later or not at all)."""
+    units: list[str] = []
+    for line in lines:
+        start, end = 0, len(line) - line.endswith("\n")
+        while end - start > SLICE_CHARS:
+            space = line.rfind(" ", start + SLICE_CHARS // 2, start + SLICE_CHARS)
+            cut = space + 1 if space >= 0 else start + SLICE_CHARS
+            units.append(line[start:cut])
+            start = cut
+        units.append(line[start:])
+    return units
+
+
+def slice_cuts(units: list[str], *, code: bool = False) -> list[int]:
+    """Where slices of `units` end (indexes after their last unit): at the first complete
+    unit (a whole line, or a part another part follows) that brings a slice to
+    `SLICE_LINES` units or `SLICE_CHARS` characters and, in code, is not a blank line (a
+    code box's slice never ends on blank lines, which Rich would drop)."""
     cuts: list[int] = []
     count = chars = 0
-    for index in range(start, len(lines)):
-        line = lines[index]
-        count, chars = count + 1, chars + len(line)
-        if (count >= SLICE_LINES or chars >= SLICE_CHARS) and line.endswith("\n") and (not code or line.strip()):
+    for index, unit in enumerate(units):
+        count, chars = count + 1, chars + len(unit)
+        complete = unit.endswith("\n") or index + 1 < len(units)
+        if (count >= SLICE_LINES or chars >= SLICE_CHARS) and complete and (not code or unit.strip()):
             cuts.append(index + 1)
             count = chars = 0
     return cuts
@@ -228,9 +248,12 @@ def recent(code: list[str]) -> list[str]:
 
 
 def context_of(before: list[str], first: list[str], taken: int) -> str:
-    """The code a slice is highlighted after: of `before` (the `recent` lines of the
-    `taken` lines of code before it), those from the nearest line a top-level construct
-    starts on; none when that is the slice's own `first` line, or when none is in reach."""
+    """The code a slice is highlighted after: of `before` (the `recent` units of the
+    `taken` units of code before it), those from the nearest line a top-level construct
+    starts on; none when that is the slice's own `first` line, when none is in reach, or
+    when the slice starts in the middle of a long line."""
+    if before and not before[-1].endswith("\n"):
+        return ""
     lines = [*before, *first[:1]]
     for index in range(len(lines) - 1, -1, -1):
         line = lines[index]

@@ -65,6 +65,13 @@ def decorate(lines: list[Strip], painter: Painter, *, first: bool, opens: bool =
     return decorated if first or not opens else [painter.blank(GUTTER + lines[0].cell_length), *decorated]
 
 
+KEPT_LINES = 1_000
+"""Lines of one message kept drawn (the pieces most recently drawn; at least ten screens);
+older pieces keep their height and are drawn again if they come back into view. A 2 MB
+answer drawn as it streamed would otherwise keep every line it showed, and every full
+collection of the garbage collector would walk them all (100 ms and more, keys waiting)."""
+
+
 class MarkdownBody:
     """The final pieces of a message at one width, each drawn when first in view."""
 
@@ -78,6 +85,10 @@ class MarkdownBody:
         self._tops: list[int] = [0]
         """Where each piece starts, and (last) the height of the whole; valid up to `_valid`."""
         self._valid = 0
+        self._drawn: dict[int, None] = {}
+        """The pieces whose lines are kept, least recently drawn first."""
+        self._kept = 0
+        """Lines kept, all pieces together."""
 
     def __len__(self) -> int:
         return len(self._pieces)
@@ -89,14 +100,21 @@ class MarkdownBody:
     @property
     def drawn(self) -> bool:
         """Whether any piece is drawn."""
-        return any(lines is not None for lines in self._lines)
+        return bool(self._drawn)
+
+    @property
+    def kept(self) -> int:
+        """Lines kept drawn (at most about `KEPT_LINES`)."""
+        return self._kept
 
     def add(self, piece: Piece, painter: Painter, lines: list[Strip] | None = None) -> None:
         """Append a final piece; `lines`: already rendered (by `block_lines`) at this width."""
         first = not self._pieces
         self._pieces.append(piece)
+        self._lines.append(None)
         shown = None if lines is None else decorate(lines, painter, first=first, opens=piece.opens)
-        self._lines.append(shown)
+        if shown is not None:
+            self._keep(len(self._pieces) - 1, shown)
         estimate = estimate_lines(piece, self.width) + (piece.opens and not first)
         self._heights.append(len(shown) if shown is not None else estimate)
 
@@ -106,6 +124,9 @@ class MarkdownBody:
             keep = len(self._pieces) - count
             del self._pieces[keep:], self._lines[keep:], self._heights[keep:]
             self._valid = min(self._valid, keep)
+            for index in [i for i in self._drawn if i >= keep]:
+                del self._drawn[index]
+            self._kept = sum(len(self._lines[i] or []) for i in self._drawn)
 
     @property
     def height(self) -> int:
@@ -123,10 +144,22 @@ class MarkdownBody:
     def _draw_block(self, index: int, painter: Painter) -> None:
         piece = self._pieces[index]
         lines = decorate(block_lines(piece, self.width, painter), painter, first=index == 0, opens=piece.opens)
-        self._lines[index] = lines
+        self._keep(index, lines)
         if len(lines) != self._heights[index]:
             self._heights[index] = len(lines)
             self._valid = min(self._valid, index)
+
+    def _keep(self, index: int, lines: list[Strip]) -> None:
+        old = self._lines[index]
+        self._kept += len(lines) - (len(old) if old is not None else 0)
+        self._lines[index] = lines
+        self._drawn.pop(index, None)
+        self._drawn[index] = None
+        while self._kept > KEPT_LINES and len(self._drawn) > 1:
+            oldest = next(iter(self._drawn))
+            del self._drawn[oldest]
+            self._kept -= len(self._lines[oldest] or [])
+            self._lines[oldest] = None
 
     def draw(self, start: int, end: int, painter: Painter) -> bool:
         """Draw the blocks that lines `start` to `end` fall in; whether any was drawn."""
@@ -150,7 +183,9 @@ class MarkdownBody:
         return lines[local] if 0 <= local < len(lines) else painter.blank(0)
 
     def all_lines(self, painter: Painter) -> list[Strip]:
-        for index, lines in enumerate(self._lines):
-            if lines is None:
+        every: list[Strip] = []
+        for index in range(len(self._pieces)):
+            if self._lines[index] is None:
                 self._draw_block(index, painter)
-        return [line for lines in self._lines for line in lines or []]
+            every.extend(self._lines[index] or [])
+        return every

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from . import markdown_blocks
 from .markdown_blocks import (
     Piece,
     block_pieces,
@@ -31,6 +32,7 @@ from .markdown_blocks import (
     recent,
     slice_cuts,
     spans,
+    units_of,
 )
 
 
@@ -58,8 +60,11 @@ class _OpenBlock:
     recent: list[str] = field(default_factory=list)
     """A fence's last lines of code taken (`recent`: where the next slice's context comes from)."""
     code_lines: int = 0
+    """Units of code taken (lines, and the parts of long ones)."""
     last_line: str = ""
-    """A paragraph's last line taken: the new lines are parsed after it."""
+    """A paragraph's last whole line taken: the new lines are parsed after it."""
+    line_start: str = ""
+    """The parts taken of a paragraph's long line still being taken (its `_head`)."""
 
 
 class GrowingMarkdown:
@@ -154,14 +159,13 @@ class GrowingMarkdown:
         self._tail, lines = self._tail[cut:], lines[last.start :]
         if self._whole or not (last.kind == "paragraph_open" or last.fence):
             return
-        complete = lines if self._tail.endswith("\n") else lines[:-1]
-        if last.fence:
-            if not slice_cuts(_code_lines(complete[1:], last.fence), code=True):
+        if last.fence:  # cut once a slice's worth of code has arrived
+            if not lines[0].endswith("\n") or not slice_cuts(units_of(_code_lines(lines[1:], last.fence)), code=True):
                 return
-            self._open = _OpenBlock(last.fence, last.info, taken=[complete[0]])
-            self._tail = self._tail[len(complete[0]) :]
+            self._open = _OpenBlock(last.fence, last.info, taken=[lines[0]])
+            self._tail = self._tail[len(lines[0]) :]
         else:
-            if not slice_cuts(complete[: last.end - last.start]):
+            if not slice_cuts(units_of(lines[: last.end - last.start])):
                 return
             self._open = _OpenBlock("")
         self._settle_open(settled, ended=False, opening=True)
@@ -171,51 +175,65 @@ class GrowingMarkdown:
         block = self._open
         assert block is not None
         lines = lines_of(self._tail)
-        complete = lines if ended or self._tail.endswith("\n") else lines[:-1]
+        growing = not ended and not self._tail.endswith("\n")
+        complete = lines[:-1] if growing else lines
         if block.fence:
-            body = _code_lines(complete, block.fence)
-            ends = ended or len(body) < len(complete)
-            after = len(body) + (len(body) < len(complete))  # the closing line is the block's too
+            code = _code_lines(complete, block.fence)
+            closed = len(code) < len(complete)
+            ends = ended or closed
+            body = code if closed else code + lines[len(complete) :]  # with the line still arriving
+            after = len(code) + closed  # the closing line is the block's too
         else:
-            # After a line of plain text and the last line taken: the new lines are read
+            # A line long enough to cut is taken while it arrives: how it starts is known.
+            probed = complete + [line for line in lines[len(complete) :] if len(line) > markdown_blocks.SLICE_CHARS]
+            if not probed:
+                return ended
+            # After a line of plain text and the last whole line taken, the current line
+            # (its parts taken, and the rest) and those after it: the new lines are read
             # as they are in the paragraph (a table's header is the line above its rule),
-            # while that last line cannot be read as a block of its own (`2. x` is a
+            # while the last line taken cannot be read as a block of its own (`2. x` is a
             # list only where no paragraph runs).
-            context = [] if opening else ["x\n", block.last_line]
-            found = spans("".join((*context, *complete)))
-            if not found or found[0].start != 0 or found[0].kind != "paragraph_open" or found[0].end < len(context):
+            context = [] if opening else ["x\n", *([_head(block.last_line)] if block.last_line else [])]
+            found = spans("".join((*context, _head(block.line_start), *probed)))
+            required = len(context) + bool(block.line_start)
+            if not found or found[0].start != 0 or found[0].kind != "paragraph_open" or found[0].end < required:
                 self._take_back(settled)
                 return True
-            body = complete[: found[0].end - len(context)]
-            ends = ended or len(body) < len(complete)
+            body = probed[: found[0].end - len(context)]
+            ends = ended or len(body) < len(probed)
             after = len(body)
-        bounds = [0, *slice_cuts(body, code=bool(block.fence))]
+        units = units_of(body)
+        bounds = [0, *slice_cuts(units, code=bool(block.fence))]
         for start, end in itertools.pairwise(bounds):
-            self._take_slice(settled, body[start:end], closes=False)
+            self._take_slice(settled, units[start:end], closes=False)
         start = bounds[-1]
         if ends:
-            if body[start:] or block.fence:
-                self._take_slice(settled, body[start:], closes=True)
+            if units[start:] or block.fence:
+                self._take_slice(settled, units[start:], closes=True)
             self._done.extend((*block.taken, *complete[len(body) : after]))
-            self._tail = self._tail[sum(map(len, complete[:after])) :]
+            self._tail = self._tail[sum(map(len, lines[:after])) :]
             self._open = None
             return True
-        self._tail = self._tail[sum(map(len, body[:start])) :]
+        self._tail = self._tail[sum(map(len, units[:start])) :]
         return False
 
-    def _take_slice(self, settled: Settled, lines: list[str], *, closes: bool) -> None:
+    def _take_slice(self, settled: Settled, units: list[str], *, closes: bool) -> None:
         block = self._open
         assert block is not None
-        text = "".join(lines)
+        text = "".join(units)
         if block.fence:
             opens = block.slices == 0
-            context = context_of(block.recent, lines, block.code_lines)
+            context = context_of(block.recent, units, block.code_lines)
             settled.pieces.append(Piece(text, "code", opens, closes, block.info, context))
-            block.recent = recent(block.recent + lines)
-            block.code_lines += len(lines)
+            block.recent = recent(block.recent + units)
+            block.code_lines += len(units)
         else:
             settled.pieces.append(Piece(text, "paragraph", opens=block.slices == 0))
-            block.last_line = lines[-1] if lines else block.last_line
+            for unit in units:  # only the heads of lines are kept: `_head` reads no more
+                if unit.endswith("\n"):
+                    block.last_line, block.line_start = _head(block.line_start + unit), ""
+                elif len(block.line_start) < HEAD:
+                    block.line_start = _head(block.line_start + unit)
         block.taken.append(text)
         block.slices += 1
         block.fresh += 1
@@ -235,3 +253,13 @@ def _code_lines(lines: list[str], fence: str) -> list[str]:
     """The lines of code at the start of `lines`: up to the closing fence, if there is one."""
     close = next((n for n, line in enumerate(lines) if is_closing_fence(line, fence)), len(lines))
     return lines[:close]
+
+
+HEAD = 200
+"""Characters of a line that tell what it starts (a list item, a fence, a heading…)."""
+
+
+def _head(line: str) -> str:
+    """`line`, or its start when it is long: what the parser needs to read the lines after
+    it, at a cost that does not grow with a long line (taken part by part)."""
+    return line if len(line) <= HEAD else line[:HEAD] + ("\n" if line.endswith("\n") else "")
