@@ -10,8 +10,8 @@ of `key=value`:
 - `bytes=N,chunk=K`: an answer of about N bytes in chunks of K bytes instead;
 - `rate=R` (default 0): chunks per second; 0 writes them all at once ("burst");
 - `shape=S` with `bytes=N`: `mixed` (default, as below), `fence` (one code fence holding
-  the whole answer: a model writing a long file) or `lines` (10,000-character lines and
-  no blank line: one paragraph, as a model pasting output).
+  the whole answer: a model writing a long file), `lines` (10,000-character lines and
+  no blank line: one paragraph, as a model pasting output) or `line` (one line).
 
 The answer mixes headings, paragraphs, lists and code fences. Its first chunk is
 `FIRST_MARK` and its last `LAST_MARK`, so a screen scraper can tell when the first and the
@@ -86,6 +86,8 @@ def body_of(shape: str, size: int) -> str:
     if shape == "lines":
         line = "".join(WORDS.format(n=n) for n in range(LONG_LINE // len(WORDS) + 1))[: LONG_LINE - 1] + "\n"
         return line * (size // LONG_LINE + 1)
+    if shape == "line":
+        return "".join(WORDS.format(n=n) for n in range(size // len(WORDS) + 1))[:size] + "\n\n"
     return "".join(SECTION.format(n=n) for n in range(size // len(SECTION) + 1))[:size]
 
 
@@ -107,7 +109,7 @@ def answer_chunks(
     return (f"{FIRST_MARK}\n\n", *pieces, f" {LAST_MARK}")
 
 
-SHAPES = ("mixed", "fence", "lines")
+SHAPES = ("mixed", "fence", "lines", "line")
 
 
 def scenario(model: str) -> dict[str, int]:

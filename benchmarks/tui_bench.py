@@ -25,6 +25,7 @@ Scenarios (each a fresh launch):
 - fence:   as `big`, a 1 MB answer that is one code fence (a model writing a long file).
 - lines:   as `big`, a 2 MB answer of 10,000-character lines without a blank line (one
            Markdown paragraph: pasted output).
+- line:    as `big`, a 2 MB answer that is one line (a blob, minified code).
 - resume:  `--continue` of an empty session and of a 2,000-message one, nothing typed:
            launch → the status line says `ready` with the history drawn (the last answer
            and the resume notice on screen): when the conversation and the agent are
@@ -70,6 +71,7 @@ MODELS = {
     "big": "bytes=2000000,chunk=256",
     "fence": "bytes=1000000,chunk=256,shape=fence",
     "lines": "bytes=2000000,chunk=256,shape=lines",
+    "line": "bytes=2000000,chunk=256,shape=line",
     "resume": "chunks=10",
 }
 
@@ -93,6 +95,7 @@ SCENARIO_APPS = {
     "big": (TODO,),
     "fence": (TODO,),
     "lines": (TODO,),
+    "line": (TODO,),
     "resume": (TODO, TODO_HISTORY),
 }
 
@@ -399,6 +402,7 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "big": lambda run, server: scenario_big(run, server, "big"),
     "fence": lambda run, server: scenario_big(run, server, "fence"),
     "lines": lambda run, server: scenario_big(run, server, "lines"),
+    "line": lambda run, server: scenario_big(run, server, "line"),
     "resume": scenario_resume,
 }
 
