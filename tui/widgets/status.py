@@ -59,6 +59,8 @@ def context_label(used: int, window: int | None) -> str:
 
 MIN_MODEL_CELLS = 8
 """A model name is never cut shorter than this (with its ellipsis)."""
+SPINNER_REST = 0.5
+"""Seconds the spinner keeps still after the last piece of an answer's text arrived."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,11 @@ class StatusLine(Horizontal):
     def set_activity(self, text: str) -> None:
         self._activity = text
         self._fit()
+
+    def text_arriving(self) -> None:
+        """An answer's text is streaming in: the spinner rests while it does (the text
+        shows the work), and moves again half a second after the last of it."""
+        self.query_one(Spinner).rest(SPINNER_REST)
 
     def set_waiting(self, tool: str | None) -> None:
         """While an approval is open, say so: it wins over whatever the turn reports, and
