@@ -19,6 +19,7 @@ full-screen view. Settings errors are found before the app starts, as before.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -201,12 +202,21 @@ class TodoAgentApp(App[int]):
             self._show_main(self.runtime)
         elif self.starter is not None:
             # `call_later`: the result is taken in the app's own context, as a message
-            built = partial(self.call_later, self._runtime_built)
-            self.call_after_refresh(self.starter.start, built, self._prompt_waits)
+            self.call_after_refresh(self._first_frame_out)
         else:
             from .screens.welcome import WelcomeScreen  # only without a model: off the usual start-up
 
             self.push_screen(WelcomeScreen())
+
+    def _first_frame_out(self) -> None:
+        """The first frame is on screen: build the core (in a thread) now."""
+        # What drew the first frame (Textual, Rich, the start screen: most of the objects
+        # the process will ever hold) lives as long as the app. Out of the collector's
+        # way, the collections while the core loads and a session is read walk only what
+        # is new (a full one walked everything: 30-80 ms of a resume).
+        gc.freeze()
+        assert self.starter is not None
+        self.starter.start(partial(self.call_later, self._runtime_built), self._prompt_waits)
 
     def _prompt_waits(self) -> bool:
         """Whether a prompt waits for the model: sent on the start screen, or given on the
