@@ -144,6 +144,8 @@ def build_history(workspace: Path, home: Path) -> None:
 LAST_ANSWER = f"module_{HISTORY_EXCHANGES - 1}.py"
 """Text of the history's last answer: on screen once the resumed conversation is drawn."""
 RESUMED_NOTICE = "resumed session"
+CODE_LINE = 'return [line.split(",") for line in text.splitlines()]'
+"""The last answer's code, on screen once its fence is drawn."""
 
 
 def is_ready(screen: str, *, history: bool) -> bool:
@@ -152,7 +154,7 @@ def is_ready(screen: str, *, history: bool) -> bool:
     status = [line.strip() for line in screen.splitlines()[-3:]]
     if not any(line.startswith("ready ") for line in status):
         return False
-    return not history or (LAST_ANSWER in screen and RESUMED_NOTICE in screen)
+    return not history or (LAST_ANSWER in screen and RESUMED_NOTICE in screen and CODE_LINE in screen)
 
 
 @dataclass
@@ -228,6 +230,7 @@ def started(bench: Bench, app: App, model: str, *, type_first: bool = True) -> I
         if bench.options.bare_fps:
             env["TEXTUAL_FPS"] = str(bench.options.bare_fps)
     name = f"bench-{run_dir.name}"
+    os.sync()  # the session just written (725 KB) is not flushed to disk during the launch measured
     launched = time.monotonic()
     pid = tmux.launch(name, argv, cwd=workspace, env=env, size=bench.options.size)
     running = Running(tmux, name, pid, app, placeholder, launched)
