@@ -13,6 +13,7 @@ context window, when no `context_window` is set, and its model, when none was ch
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
@@ -89,7 +90,7 @@ class LazyModel:
     def load_client(self) -> None:
         """Import the client's code (the CPU-heavy part of `get`) without building it yet."""
         if not self.config.model.startswith("script:"):
-            pass
+            importlib.import_module(f"{__package__}.model.openai_chat")
 
     def get(self) -> ChatModel:
         if self._model is None:
