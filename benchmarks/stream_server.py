@@ -12,6 +12,9 @@ of `key=value`:
 - `shape=S` with `bytes=N`: `mixed` (default, as below), `fence` (one code fence holding
   the whole answer: a model writing a long file), `lines` (10,000-character lines and
   no blank line: one paragraph, as a model pasting output) or `line` (one line).
+- `agents=K`: a fan-out instead: the main agent's first request is answered with K `Agent`
+  calls (briefs `bench child 1`…), each sub-agent's request with the streamed answer, and
+  the main agent's next request (after the results) with `LAST_MARK`.
 
 The answer mixes headings, paragraphs, lists and code fences. Its first chunk is
 `FIRST_MARK` and its last `LAST_MARK`, so a screen scraper can tell when the first and the
@@ -31,6 +34,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, TextIO
@@ -115,7 +119,7 @@ SHAPES = ("mixed", "fence", "lines", "line")
 def scenario(model: str) -> dict[str, int]:
     """`chunks=2000,rate=100` → {"chunks": 2000, "rate": 100}; unknown keys are ignored.
     The shape is given as its index in `SHAPES`."""
-    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "shape": 0}
+    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "shape": 0, "agents": 0}
     for part in model.split(","):
         key, _, value = (s.strip() for s in part.partition("="))
         if key == "shape" and value in SHAPES:
@@ -123,6 +127,19 @@ def scenario(model: str) -> dict[str, int]:
         elif key in found and value.isdigit():
             found[key] = int(value)
     return found
+
+
+CHILD_BRIEF = "bench child"
+
+
+def fan_out_role(body: dict[str, Any]) -> str:
+    """In a fan-out: `stream` for a sub-agent's request, `finish` for the main agent's once
+    its calls have results, `fan_out` for its first."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    first = next((m.get("content") for m in messages if m.get("role") == "user"), "")
+    if isinstance(first, str) and first.startswith(CHILD_BRIEF):
+        return "stream"
+    return "finish" if any(m.get("role") == "tool" for m in messages) else "fan_out"
 
 
 def sse(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -158,7 +175,14 @@ class StreamServer:
             body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
             model = str(body.get("model", ""))
             self.note("request", model=model)
-            await self.stream(writer, model, scenario(model))
+            plan = scenario(model)
+            role = fan_out_role(body) if plan["agents"] else "stream"
+            if role == "fan_out":
+                await self.calls(writer, model, plan["agents"])
+            elif role == "finish":
+                await self.stream(writer, model, plan, [f"all {plan['agents']} looked {LAST_MARK}"])
+            else:
+                await self.stream(writer, model, plan)
         except (ConnectionError, asyncio.IncompleteReadError, json.JSONDecodeError):
             pass
         except asyncio.CancelledError:  # shutting down mid-stream: nothing to report
@@ -168,11 +192,30 @@ class StreamServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def stream(self, writer: asyncio.StreamWriter, model: str, plan: dict[str, int]) -> None:
+    async def calls(self, writer: asyncio.StreamWriter, model: str, count: int) -> None:
+        """The main agent's fan-out: `count` Agent calls in one answer."""
         head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + sse(model, {"role": "assistant", "content": ""}))
-        size, chunk = plan["bytes"], plan["chunk"] if plan["bytes"] else 0
-        pieces = answer_chunks(plan["chunks"], size, chunk, SHAPES[plan["shape"]])
+        for n in range(count):
+            arguments = json.dumps({"description": f"Bench {n + 1}", "prompt": f"{CHILD_BRIEF} {n + 1}"})
+            call = {
+                "index": n,
+                "id": f"call_{n + 1}",
+                "type": "function",
+                "function": {"name": "Agent", "arguments": arguments},
+            }
+            writer.write(sse(model, {"tool_calls": [call]}))
+        writer.write(sse(model, {}, "tool_calls") + usage_event(model, 50) + b"data: [DONE]\n\n")
+        await writer.drain()
+
+    async def stream(
+        self, writer: asyncio.StreamWriter, model: str, plan: dict[str, int], pieces: Sequence[str] | None = None
+    ) -> None:
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode("latin-1") + sse(model, {"role": "assistant", "content": ""}))
+        if pieces is None:
+            size, chunk = plan["bytes"], plan["chunk"] if plan["bytes"] else 0
+            pieces = answer_chunks(plan["chunks"], size, chunk, SHAPES[plan["shape"]])
         events = [sse(model, {"content": piece}) for piece in pieces]
         rate = plan["rate"]
         started = time.monotonic()

@@ -20,6 +20,8 @@ Scenarios (each a fresh launch):
            is on screen (p50/p99); todo-agent also with a resumed 2,000-message history.
 - idle:    CPU per key typed while idle, empty session and 2,000-message history;
            resuming that history (`--continue`) → input usable; resident memory.
+- mcp:     launch → input usable with three MCP servers configured (two built with the
+           SDK, one whose start hangs) beside none; and until the status line says `mcp 2/3`.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
 - fence:   as `big`, a 1 MB answer that is one code fence (a model writing a long file).
@@ -30,6 +32,10 @@ Scenarios (each a fresh launch):
            launch → the status line says `ready` with the history drawn (the last answer
            and the resume notice on screen): when the conversation and the agent are
            there, not only the start screen's prompt.
+- agents:  three sub-agents streaming at once (1,000 chunks at 100/s each): the key probe
+           meanwhile (p50/p99) and the CPU from Enter to the end; beside it `agents1` (one
+           sub-agent streaming) and `solo` (the main agent streaming one answer), measured
+           the same way, for the CPU ratios (todo-agent only).
 """
 
 from __future__ import annotations
@@ -68,11 +74,15 @@ MODELS = {
     "paced": "chunks=2100,rate=100",
     "keys": "chunks=1000,rate=100",
     "idle": "chunks=10",
+    "mcp": "chunks=10",
     "big": "bytes=2000000,chunk=256",
     "fence": "bytes=1000000,chunk=256,shape=fence",
     "lines": "bytes=2000000,chunk=256,shape=lines",
     "line": "bytes=2000000,chunk=256,shape=line",
     "resume": "chunks=10",
+    "agents": "agents=3,chunks=1000,rate=100",
+    "agents1": "agents=1,chunks=1000,rate=100",
+    "solo": "chunks=1000,rate=100",
 }
 
 
@@ -81,13 +91,17 @@ class App:
     label: str
     kind: str  # "todo" or "bare"
     history: bool = False
+    mcp: bool = False
+    """Three MCP servers configured: two that start, one whose start hangs."""
     other: bool = False
     """The `--compare` build of todo-agent rather than the one measured."""
 
 
 TODO, TODO_HISTORY, BARE = App("todo-agent", "todo"), App("todo-agent, 2,000 msgs", "todo", True), App("bare", "bare")
+TODO_MCP = App("todo-agent, 3 MCP servers", "todo", mcp=True)
 SCENARIO_APPS = {
     "launch": (BARE, TODO),
+    "mcp": (BARE, TODO, TODO_MCP),
     "burst": (BARE, TODO),
     "paced": (BARE, TODO),
     "keys": (BARE, TODO, TODO_HISTORY),
@@ -97,6 +111,9 @@ SCENARIO_APPS = {
     "lines": (TODO,),
     "line": (TODO,),
     "resume": (TODO, TODO_HISTORY),
+    "agents": (TODO,),
+    "agents1": (TODO,),
+    "solo": (TODO,),
 }
 
 
@@ -135,6 +152,32 @@ class Server:
         self.process.wait(timeout=5)
 
 
+MCP_SERVERS = HERE.parent / "tests" / "mcp_servers"
+
+
+def write_mcp_servers(settings: Path, notes: Path) -> None:
+    """Two servers built with the MCP SDK (each ~0.8 s to start) and one that never answers."""
+    notes.mkdir()
+    settings.parent.mkdir(parents=True)
+    python, test_server, hang = (
+        json.dumps(sys.executable),
+        MCP_SERVERS / "test_server.py",
+        MCP_SERVERS / "hang_server.py",
+    )
+    env = f"{{ TEST_SERVER_DIR = {json.dumps(str(notes))} }}"
+    settings.write_text(
+        "".join(
+            f"[mcp_servers.{name}]\ncommand = {python}\nargs = {json.dumps(args)}\nenv = {env}\n"
+            for name, args in (
+                ("one", [str(test_server), "stdio"]),
+                ("two", [str(test_server), "stdio"]),
+                ("stuck", [str(hang)]),
+            )
+        ),
+        encoding="utf-8",
+    )
+
+
 def build_history(workspace: Path, home: Path) -> None:
     from history import build_session
 
@@ -164,7 +207,7 @@ class Running:
     pid: int
     app: App
     placeholder: str
-    launched: float
+    launched: float = 0.0
     figures: dict[str, float] = field(default_factory=dict)
 
     def screen(self) -> str:
@@ -214,6 +257,8 @@ def started(bench: Bench, app: App, model: str, *, type_first: bool = True) -> I
     if app.kind == "todo":
         if app.history:
             build_history(workspace, home)
+        if app.mcp:
+            write_mcp_servers(config / "todo-agent" / "settings.toml", run_dir / "notes")
         executable = bench.other if app.other and bench.other else bench.todo_agent
         argv = [
             str(executable),
@@ -396,8 +441,28 @@ def scenario_resume(run: Running, server: Server) -> None:
     settle(run.pid, quiet=1.0)  # the warm-up (`import openai`) after it, so the next launch is not slowed
 
 
+def scenario_mcp(run: Running, server: Server) -> None:
+    """Launch only (the harness measures it); with servers, also until two are up."""
+    if run.app.mcp:
+        run.figures["mcp_2_of_3"] = run.wait_text("mcp 2/3") - run.launched
+
+
+def scenario_streams(run: Running, server: Server, prefix: str) -> None:
+    """Keys typed while the answer(s) stream, and the CPU from Enter until all of it is in."""
+    before = settle(run.pid)
+    enter = send_prompt(run, server)
+    run.wait_text(run.placeholder)
+    latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=120)
+    run.figures[f"{prefix}_done"] = time.monotonic() - enter
+    run.figures[f"{prefix}_cpu"] = settle(run.pid) - before
+    run.figures[f"{prefix}_key_p50"] = statistics.median(latencies)
+    run.figures[f"{prefix}_key_p99"] = percentile(latencies, 0.99)
+    run.figures[f"{prefix}_key_max"] = max(latencies)
+
+
 SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "launch": scenario_launch,
+    "mcp": scenario_mcp,
     "burst": lambda run, server: scenario_stream(run, server, "burst"),
     "paced": lambda run, server: scenario_stream(run, server, "paced"),
     "keys": scenario_keys,
@@ -407,6 +472,9 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "lines": lambda run, server: scenario_big(run, server, "lines"),
     "line": lambda run, server: scenario_big(run, server, "line"),
     "resume": scenario_resume,
+    "agents": lambda run, server: scenario_streams(run, server, "agents3"),
+    "agents1": lambda run, server: scenario_streams(run, server, "agents1"),
+    "solo": lambda run, server: scenario_streams(run, server, "solo"),
 }
 
 

@@ -45,6 +45,22 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, temp: Path | Non
         fsync_dir(path.parent)
 
 
+def new_file_mode() -> int:
+    """The mode a plain create would give a new file (0o666 less the umask), for files made
+    on the person's behalf (a Write, a rewound file) rather than todo-agent's own (0600)."""
+    mask = None
+    try:  # Linux shows it without changing it; os.umask() sets it for every thread
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                mask = int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    if mask is None:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a rename in `directory` durable. Not possible on Windows, where it is not needed."""
     if os.name == "nt":

@@ -6,6 +6,7 @@ render these; nothing in the core draws.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +36,32 @@ class ResponseDiscarded:
 
 
 @dataclass(frozen=True)
+class Retrying:
+    """A request failed in a way that may pass (a server busy or restarting, a dropped
+    connection): the turn waits `delay` seconds, then asks again. Interrupting stops the wait."""
+
+    reason: str
+    """A few words for the status line: `server busy (503)`, `connection lost`."""
+    message: str
+    """The whole failure, one line: `server busy (HTTP 503): loading model`."""
+    delay: float
+    retry: int
+    """Which retry comes after the wait, from 1."""
+    retries: int
+    """How many retries a request may take (`request_retries`)."""
+
+    def countdown(self, left: float | None = None) -> str:
+        """`retrying in 8 s (3 of 6)`, with `left` seconds to go (default: the whole wait)."""
+        seconds = math.ceil(self.delay if left is None else max(left, 0.0))
+        when = f"in {seconds} s" if seconds > 0 else "now"
+        return f"retrying {when} ({self.retry} of {self.retries})"
+
+    def describe(self) -> str:
+        """One line for a notice: `server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`."""
+        return f"{self.message} — {self.countdown()}"
+
+
+@dataclass(frozen=True)
 class ToolStarted:
     """A tool call is about to run (after any approval)."""
 
@@ -57,6 +84,32 @@ class ToolFinished:
     elapsed: float = 0.0
     summary: str = ""
     """As in `ToolStarted`: a call cancelled before it started has had no start event."""
+
+
+@dataclass(frozen=True)
+class Attached:
+    """A file or folder the person mentioned with `@` went with the prompt, or could not."""
+
+    path: str
+    """Workspace-relative; a folder's ends with `/`."""
+    summary: str = ""
+    """`42 lines`, `lines 10-40 of 242`, `12 entries`."""
+    content: str = ""
+    """What the model got."""
+    note: str = ""
+    """Non-empty: nothing was attached, and this says why (binary, too big, outside…)."""
+
+
+@dataclass(frozen=True)
+class CommandExpanded:
+    """A custom slash command became the prompt the model gets."""
+
+    name: str
+    """`/review`."""
+    source: str
+    """The file it came from, as the person names it: `.claude/commands/review.md`."""
+    text: str
+    """The prompt it made (arguments in, its shell commands' output in)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +204,60 @@ class Error:
     message: str
 
 
+AgentStatus = Literal["completed", "partial", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class AgentStarted:
+    """A sub-agent an `Agent` call started: first while it waits for a free slot
+    (`waiting`), then again when it runs."""
+
+    agent_id: str
+    """Its name, e.g. `explore-2`: its type and a number unique in the session."""
+    agent_type: str
+    description: str
+    call_id: str
+    """The `Agent` call of the parent that runs it."""
+    task_id: str | None
+    """The task it claimed, if any."""
+    transcript: str
+    """Where its own transcript is written."""
+    waiting: bool = False
+    prompt: str = ""
+    """Its first message (the brief and its task), once it runs."""
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One event of a sub-agent's own turn (its text, tool calls, usage, notices), as it happens."""
+
+    agent_id: str
+    call_id: str
+    event: Event
+
+
+@dataclass(frozen=True)
+class AgentFinished:
+    """A sub-agent ended; what its `Agent` call returns, measured by the harness."""
+
+    agent_id: str
+    call_id: str
+    task_id: str | None
+    status: AgentStatus
+    """`completed` only when the run ended cleanly (and marked its task completed)."""
+    reason: str
+    """Why it ended as it did, in a few words (`max_turns`, `stopped by you`, …)."""
+    summary: str
+    files: tuple[str, ...]
+    """`path  +A −R` per file it changed, from its task's change record."""
+    tools: int
+    turns: int
+    """Model requests it made."""
+    tokens: int
+    """Prompt and completion tokens of all its requests."""
+    elapsed: float
+
+
 @dataclass(frozen=True)
 class TurnEnd:
     """The turn is over. `reason` tells why.
@@ -168,8 +275,11 @@ Event = (
     TextDelta
     | AssistantMessage
     | ResponseDiscarded
+    | Retrying
     | ToolStarted
     | ToolFinished
+    | Attached
+    | CommandExpanded
     | TasksUpdated
     | Notice
     | HookResult
@@ -178,6 +288,9 @@ Event = (
     | Compacted
     | Error
     | TurnEnd
+    | AgentStarted
+    | AgentEvent
+    | AgentFinished
 )
 
 # Events that a tool batch may emit several times; only the last of each kind matters.

@@ -13,15 +13,16 @@ import re
 MAGIC = re.compile(r"[*?\[{]")
 
 
-def _split_alternatives(body: str) -> list[str]:
-    """Split `a,b{c,d}` at top-level commas only."""
+def split_top_level(body: str, brackets: str = "{}") -> list[str]:
+    """Split `a,b{c,d}` at the commas outside `brackets` (an opening and a closing one)."""
+    opening, closing = brackets[0], brackets[1]
     parts, depth, current = [], 0, ""
     for char in body:
         if char == "," and depth == 0:
             parts.append(current)
             current = ""
             continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
+        depth += {opening: 1, closing: -1}.get(char, 0)
         current += char
     return [*parts, current]
 
@@ -61,7 +62,7 @@ def translate(pattern: str) -> str:
         elif char == "{":
             end = _closing(pattern, i, "{", "}")
             if end != -1:
-                out.append("(?:" + "|".join(translate(p) for p in _split_alternatives(pattern[i + 1 : end])) + ")")
+                out.append("(?:" + "|".join(translate(p) for p in split_top_level(pattern[i + 1 : end])) + ")")
         if end != -1:
             i = end + 1
             continue

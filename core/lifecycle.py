@@ -15,6 +15,11 @@
 - `tool_done`: awaited after every tool call that ran (for per-task attribution); an
   observer may return an event, which is queued with the batch's other tool events.
 
+- `prepare_prompt`: after the `before_prompt` gates let a prompt through, turns what the
+  person typed into what the model gets (a custom command expanded, `@` files attached,
+  a model and allow rules for this turn), yielding events for the person on the way
+  and one `PreparedPrompt` last (`core/input/prepare.py`).
+
 Gates, awaited, each answering with a `Verdict` (block with a reason, context for the
 model, events for the person); several gates of one seam run in order and the first
 block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
@@ -31,7 +36,8 @@ block wins. The shell hooks from settings plug in here (`core/hooks/wiring.py`):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -39,9 +45,11 @@ from .model.base import Message
 
 if TYPE_CHECKING:
     from .events import Event
+    from .model.base import ChatModel
     from .tasks.model import Task
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,8 @@ class ToolRecord:
     is_error: bool
     call_id: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    writes: tuple[str, ...] = ()
+    """The paths the call writes, as its tool declared them (for the change record)."""
 
 
 @dataclass(frozen=True)
@@ -122,9 +132,30 @@ class TaskChange:
 
     event: Literal["TaskCreated", "TaskCompleted"]
     task: Task
+    """The task as the call would leave it."""
+    before: Task | None = None
+    """The task as it was (None: the call creates it). A matcher is tested against both
+    subjects: renaming a task in the call that completes it must not skip its hook."""
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """What a prompt becomes before it enters the history."""
+
+    content: str
+    """The user message."""
+    follow: tuple[str, ...] = ()
+    """User messages right after it (the `@` attachments)."""
+    model: ChatModel | None = None
+    """The model for this turn only (a custom command's `model`); None: the session's."""
+    allow: tuple[str, ...] = ()
+    """Permission rules allowed for this turn only (a custom command's `allowed-tools`)."""
+    refusal: str = ""
+    """Non-empty: the prompt is not sent, and this says why (to the person)."""
 
 
 Gate = Callable[[T], Awaitable[Verdict]]
+PromptPreparer = Callable[[str], AsyncIterator["Event | PreparedPrompt"]]
 BeforeRequest = Callable[[Sequence[Message]], list[Message]]
 BeforeCompact = Callable[[CompactInfo], Awaitable["Sequence[Event]"]]
 TurnEndCheck = Callable[[TurnState], str | None]
@@ -144,6 +175,7 @@ class Lifecycle:
     stop: list[Gate[StopState]] = field(default_factory=list)
     task_change: list[Gate[TaskChange]] = field(default_factory=list)
     tool_start: list[ToolStartObserver] = field(default_factory=list)
+    prepare_prompt: PromptPreparer | None = None
 
     def collect_before_request(self, history: Sequence[Message]) -> list[Message]:
         added: list[Message] = []
@@ -158,16 +190,39 @@ class Lifecycle:
                 return text
         return None
 
-    async def notify_tool_start(self, record: ToolRecord) -> None:
+    async def notify_tool_start(self, record: ToolRecord) -> list[Event]:
+        """Tell the observers a call is about to run; an observer that fails is a warning
+        (what it failed at is a record, never the call or the turn)."""
+        events: list[Event] = []
         for observer in self.tool_start:
-            await observer(record)
+            try:
+                await observer(record)
+            except Exception as exc:
+                events.append(_observer_failed(record, exc))
+        return events
 
     async def notify_tool_done(self, record: ToolRecord) -> list[Event]:
-        events = [await observer(record) for observer in self.tool_done]
-        return [e for e in events if e is not None]
+        events: list[Event] = []
+        for observer in self.tool_done:
+            try:
+                event = await observer(record)
+            except Exception as exc:
+                event = _observer_failed(record, exc)
+            if event is not None:
+                events.append(event)
+        return events
 
     async def notify_before_compact(self, info: CompactInfo) -> list[Event]:
         return [event for observer in self.before_compact for event in await observer(info)]
+
+
+def _observer_failed(record: ToolRecord, exc: Exception) -> Event:
+    from .events import Notice
+
+    log.error("a tool observer failed on %s", record.name, exc_info=exc)
+    return Notice(
+        f"could not note this {record.name} call ({type(exc).__name__}: {exc}); it ran all the same", "warning"
+    )
 
 
 async def run_gates(gates: Sequence[Gate[T]], subject: T) -> Verdict:

@@ -3,9 +3,9 @@
 asyncio's `Process.wait()` also waits for the pipes asyncio made to close, which a
 background job (`cmd &`) that holds them can put off for ever. A pipe we make and read
 ourselves has no such tie: the process can be waited for, and its output read, apart.
-`CappedOutput` keeps what is read within bounds, and `signal_group` / `wait_exit` stop
-the child's process group (Bash and the hooks both use them; here, so that loading the
-hooks with the settings does not load the tools).
+`CappedOutput` keeps what is read within bounds, and `stop_group` stops the child's
+process group and whatever it started that left the group (Bash and the hooks both use
+them; here, so that loading the hooks with the settings does not load the tools).
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ import asyncio
 import contextlib
 import os
 import signal
+from pathlib import Path
+
+PROC = Path("/proc")
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -27,6 +30,61 @@ async def wait_exit(proc: asyncio.subprocess.Process, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await proc.wait()
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every process below `root` (pid → name), read from /proc; empty without /proc."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(PROC):
+            if not entry.name.isdigit():
+                continue
+            try:
+                text = (PROC / entry.name / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            pid, ppid = int(entry.name), int(text[text.rfind(")") + 2 :].split()[1])
+            names[pid] = text[text.find("(") + 1 : text.rfind(")")]
+            children.setdefault(ppid, []).append(pid)
+    found: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            found[child] = names[child]
+            stack.append(child)
+    return found
+
+
+def _still_running(pid: int, group: int) -> bool:
+    """Alive (not a zombie) and outside `group`: a process that left the command's group."""
+    try:
+        state = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z" and os.getpgid(pid) != group
+    except (OSError, IndexError):
+        return False
+
+
+async def stop_group(proc: asyncio.subprocess.Process, grace: float) -> list[str]:
+    """SIGTERM the child's whole process group, then SIGKILL whatever is left, and also the
+    processes it started that left the group (`setsid`, daemons), found through /proc
+    before the group went. Returns those, as `pid (name)`."""
+    family: dict[int, str] = {}
+    escaped: list[int] = []
+    try:
+        family = await asyncio.to_thread(_descendants, proc.pid)
+        signal_group(proc.pid, signal.SIGTERM)
+        await wait_exit(proc, grace)
+    finally:
+        # Also when a second cancellation cuts the look or the grace short (quitting the
+        # app cancels the turn, then asyncio's shutdown cancels it again): nothing survives.
+        signal_group(proc.pid, signal.SIGKILL)
+        escaped = [pid for pid in family if _still_running(pid, proc.pid)]
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    await wait_exit(proc, grace)
+    return [f"{pid} ({family[pid]})" for pid in escaped]
 
 
 async def open_read_pipe() -> tuple[asyncio.StreamReader, asyncio.ReadTransport, int]:

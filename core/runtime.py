@@ -8,11 +8,19 @@ Creating a runtime is fast and never imports `openai`: the model client is built
 first use (or by `warm_up()`, which the TUI runs in a thread after its first frame).
 `warm_up()` first asks a configured server about itself (`core/model/server.py`): its
 context window, when no `context_window` is set, and its model, when none was chosen.
+
+Sub-agents (`core/agents/`): the agent types are read once (built-ins and agent files),
+the `Agent` tool joins the tools, and each session gets a `Team` that runs the sub-agents
+its `Agent` calls start (rebuilt with the agent on `/new` and resume). Opening a session's
+task list gives back the claims of sub-agents whose process died. With `--task-list NAME`
+the session works a shared list instead of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import glob
 import importlib
 import threading
 import time
@@ -21,6 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .agents.definitions import AgentType, load_types
+from .agents.notes import team_note_provider
+from .agents.recovery import release_dead_claims
+from .agents.state import AgentRow
+from .agents.team import Parent, Team, TeamSettings
+from .agents.tool import agent_tool
 from .changes import rewind
 from .changes.log import ChangeLog
 from .changes.recorder import attribution_observer, change_observers
@@ -30,24 +44,42 @@ from .events import Event, Notice
 from .hooks.runner import HookRunner, hook_environment
 from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
-from .hooks.wiring import SessionSource, ShellHooks
+from .hooks.wiring import NotificationKind, SessionSource, ShellHooks
+from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands
+from .input.file_index import FileIndex
+from .input.mentions import Attacher
+from .input.prepare import InputPreparer
 from .lifecycle import Lifecycle
-from .model.base import ChatModel, Message, StreamItem
+from .mcp.images import images_provider
+from .mcp.manager import McpManager
+from .mcp.results import results_dir
+from .mcp.server import McpServer
+from .mcp.tools import SCHEMA_SHARE, ToolSet
+from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
-from .session.directory import SessionInfo, find_session, latest_session, list_sessions
+from .permissions.rules import Rule
+from .session.directory import SessionError, SessionInfo, find_session, latest_session, list_sessions, task_list_path
 from .session.transcript import Session, TranscriptItem
-from .settings import Config, project_settings_path
+from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
 from .tasks.reminders import task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
-from .tools import bash, files, fs, search
+from .terminal import reveal_line
+from .tools import bash, files, fs, search, web_fetch
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
-from .window.tokens import DEFAULT_WINDOW, OPENAI_DEFAULT_WINDOW, ContextBudget, TokenCounter, WindowSource
+from .window.tokens import (
+    DEFAULT_WINDOW,
+    OPENAI_DEFAULT_WINDOW,
+    ContextBudget,
+    TokenCounter,
+    WindowSource,
+    unbelievable_window,
+)
 
 
 def create_model(
@@ -119,7 +151,7 @@ class LazyModel:
 
 def build_tools(tasks_version: str) -> list[Tool]:
     task_tools = TASK_TOOLS_V1 if tasks_version == "v1" else TASK_TOOLS_V2
-    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *task_tools]
+    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
 
 
 NO_TOOLS_TEMPLATE = (
@@ -148,13 +180,39 @@ class Runtime:
         self.server_notices: list[Notice] = []
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
+        self._results_rule: Rule | None = None
+        self.agent_types, self.agent_warnings = load_types(config.workspace, user_settings_path().parent, Path.home())
+        builtin = [
+            *build_tools(config.tasks_version),
+            agent_tool(
+                lambda: self.team,
+                self.agent_types,
+                parallel=config.max_parallel_agents,
+                max_turns=config.agent_max_turns,
+            ),
+        ]
         self.permissions = PermissionPolicy.from_strings(
-            config.workspace, config.permission_mode, config.allow, config.deny
+            config.workspace, config.permission_mode, config.allow, config.deny, builtin
         )
         task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
         self.system = build_system_context(config.workspace, task_line)
-        self.tools = build_tools(config.tasks_version)
         self.session = session
+        # The API key variables stay out of every command's environment (and every MCP server's).
+        self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
+        self.mcp = McpManager(
+            config.mcp_servers,
+            workspace=config.workspace,
+            hidden_env=self.hidden_env,
+            log_dir=self._mcp_log_dir(),
+            allow_project=config.allow_project_mcp,
+            images=config.images,
+        )
+        self.tools = ToolSet(
+            builtin,
+            self.mcp,
+            schema_room=lambda: self.budget.window * SCHEMA_SHARE * self.counter.chars_per_token,
+            hidden=self.permissions.hides,
+        )
         self._open_task_files()
         self.hooks = ShellHooks(
             HookRunner(
@@ -164,13 +222,71 @@ class Runtime:
                 common=self._hook_fields,
             )
         )
+        self.reserved_commands: frozenset[str] = frozenset()
+        """Names the front end's own slash commands use: a custom command of that name loses."""
+        self._commands: tuple[float, CommandSet] | None = None
+        self.file_index = FileIndex(config.workspace, hidden=self.permissions.read_denied)
+        """The workspace's files for `@` completion; built when first refreshed."""
         self.agent = self._make_agent()
 
+    def _allow_reading_results(self) -> None:
+        """The whole text of a cut MCP result is kept beside the session for the model to
+        Read (`core/mcp/results.py`): reading there is allowed, as reading the project is."""
+        if self._results_rule is not None and self._results_rule in self.permissions.allow:
+            self.permissions.allow.remove(self._results_rule)
+        directory = results_dir(self.session.path, self.session.id)
+        self._results_rule = Rule.parse(f"Read({glob.escape(directory.as_posix())}/**)")
+        self.permissions.allow.append(self._results_rule)
+
+    def _mcp_log_dir(self) -> Path:
+        """Where the MCP servers' stderr logs go: beside the session."""
+        return self.session.path.with_name(f"{self.session.id}.mcp")
+
+    # --- MCP servers ---------------------------------------------------------------------
+
+    def start_mcp(self) -> None:
+        """Connect the configured MCP servers in the background (on the running loop);
+        returns at once. Project servers the person has not accepted wait."""
+        self.mcp.start()
+
+    async def connect_mcp(self) -> list[McpServer]:
+        """Headless: start the servers and wait for them, at most their `startup_timeout_sec`;
+        returns those that are not up (failed, or project servers not accepted)."""
+        self.mcp.start()
+        await self.mcp.wait_settled(self.mcp.startup_limit())
+        return [s for s in self.mcp.servers if s.state not in ("connected", "disabled")]
+
+    async def stop_mcp(self) -> None:
+        """Stop every MCP server and its process group (quit, the end of `-p`)."""
+        await self.mcp.stop()
+
+    async def restart_mcp(self) -> None:
+        """A new or resumed session: the servers start again, logging beside it."""
+        self.mcp.set_log_dir(self._mcp_log_dir())
+        await self.mcp.restart_all()
+
+    def mcp_report(self) -> list[dict[str, Any]]:
+        """Each server for JSON output: name, where it came from, state, why, tool count."""
+        return [
+            {"name": s.name, "source": s.spec.source, "state": s.state, "reason": s.reason, "tools": len(s.tools)}
+            for s in self.mcp.servers
+        ]
+
     def _open_task_files(self) -> None:
-        """The session's task list and record of changes, finishing an interrupted rewind."""
-        self.store = TaskStore.load(self.session.tasks_path)
+        """The session's task list (or the shared one) and record of changes, finishing an
+        interrupted rewind and giving back the claims of sub-agents whose process died."""
+        shared = self.config.task_list
+        self.store = TaskStore.load(task_list_path(shared) if shared else self.session.tasks_path)
+        if self.mcp.configured:
+            self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
         self.recovered = rewind.recover(self.changes, self.store)
+        released = release_dead_claims(self.store, self.changes, self.session.id)
+        self.released = [
+            f'#{t.id} "{t.subject}" was being worked on by {t.attempts[-1].agent} when its process ended; it is '
+            "pending again, the attempt recorded"
+            for t in released
+        ]
 
     @classmethod
     def create(
@@ -245,6 +361,10 @@ class Runtime:
             notices.append(Notice(self.changes.warning, "warning"))
         if self.recovered:
             notices.append(Notice(self.recovered, "warning"))
+        notices += [Notice(text, "warning") for text in (*self.released, *self.agent_warnings)]
+        if self.config.task_list:
+            notices.append(Notice(f"task list: the shared list {self.config.task_list!r} ({self.store.path})"))
+        notices += [Notice(text, "warning") for text in self.custom_commands().notices]
         return notices
 
     def _resumed_notice(self) -> str:
@@ -282,7 +402,10 @@ class Runtime:
         waiting = self.untrusted_project_hooks
         if not waiting:
             return None
-        commands = "; ".join(f"{s.event}: {s.command}" for s in waiting)
+        # Every byte of each command, on one line: a control sequence would hide what follows it.
+        commands = "; ".join(
+            f"{s.event}{f' [{reveal_line(s.matcher)}]' if s.matcher else ''}: {reveal_line(s.command)}" for s in waiting
+        )
         return Notice(
             f"{len(waiting)} hook(s) in {project_settings_path(self.config.workspace)} not run: project hooks run "
             f"once you accept them in the TUI, or with --allow-project-hooks ({commands})",
@@ -293,6 +416,10 @@ class Runtime:
         """Run the SessionStart hooks (start-up, `/new` → clear, resume); their context goes
         to the model with the next prompt. Returns their events for the front end to show."""
         return await self.hooks.session_start(source)
+
+    async def notification(self, message: str, kind: NotificationKind, terminal_focused: bool) -> list[Event]:
+        """Run the `Notification` hooks: the agent waits for the person (`kind` says why)."""
+        return await self.hooks.notification(message, kind, terminal_focused)
 
     def _hook_specs(self) -> list[HookSpec]:
         return [s for s in self.config.hooks if s.source == "user" or self.project_hooks_trusted]
@@ -305,8 +432,12 @@ class Runtime:
         }
 
     def context_usage(self) -> tuple[int, int | None]:
-        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`)."""
-        return self.agent.context_tokens, self.budget.window
+        """Tokens in use and the window (the status line's `ctx 12k/128k (9%)`). With MCP
+        servers, what the next request would take: their tools join between requests."""
+        used = self.agent.context_tokens
+        if self.mcp.configured:
+            used = max(used, self.agent.prompt_estimate())
+        return used, self.budget.window
 
     def fit_problem(self) -> str | None:
         """Why the window cannot hold the fixed prompt plus room to work, when it cannot."""
@@ -326,8 +457,47 @@ class Runtime:
             return ""
 
     def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
-        """One turn; consume with `async with aclosing(runtime.run_turn(p))`."""
+        """One turn; consume with `async with aclosing(runtime.run_turn(p))`. A custom
+        command is expanded and `@` mentions are attached on the way (`core/input/`)."""
         return self.agent.run_turn(prompt)
+
+    def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
+        """The person's `!command`, run like a turn (esc kills it); its output goes into the history."""
+        self.file_index.mark_stale()
+        return self.agent.run_shell(command)
+
+    # --- custom commands --------------------------------------------------------------
+
+    def custom_commands(self, max_age: float = 1.0) -> CommandSet:
+        """The custom slash commands as their files are now (read again after `max_age` seconds)."""
+        cached = self._commands
+        if cached is not None and time.monotonic() - cached[0] < max_age:
+            return cached[1]
+        sources = default_sources(self.config.workspace, user_settings_path().parent)
+        commands = load_commands(sources, self.reserved_commands)
+        self._commands = (time.monotonic(), commands)
+        return commands
+
+    def reserve_command_names(self, names: Collection[str]) -> None:
+        """The front end's own commands (`/help`…): custom commands of those names are not used."""
+        self.reserved_commands = frozenset(names)
+        self._commands = None
+
+    def _model_for(self, command: CustomCommand) -> ChatModel | str:
+        spec = command.model or ""
+        if spec.startswith("script:") and command.scope == "project":
+            return "a project file cannot choose a script: model"
+        if self.config.demo:
+            return "the demo runs its scripted model"
+        return LazyModel(dataclasses.replace(self.config, model=spec))
+
+    def _attacher(self) -> Attacher:
+        return Attacher(
+            self.config.workspace,
+            read_denied=self.permissions.read_denied,
+            reads=self.agent.files,
+            char_limit=self.agent.tool_output_limit(),
+        )
 
     def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
         """`/compact [focus]`, run like a turn."""
@@ -341,6 +511,64 @@ class Runtime:
         self.agent.interrupt()
         return True
 
+    async def refresh_tasks(self) -> bool:
+        """Take in what another process saved to a shared list; whether the list changed."""
+        saved = await asyncio.to_thread(self.store.peek)
+        return saved is not None and self.store.adopt(saved)
+
+    def compact_soon(self, focus: str = "") -> None:
+        """`/compact` while a turn runs (its sub-agents at work): before its next request."""
+        self.agent.compact_soon(focus)
+
+    # --- sub-agents --------------------------------------------------------------------
+
+    def agents(self) -> list[AgentRow]:
+        """This session's sub-agents, running and finished, for the panel."""
+        return self.team.rows()
+
+    def stop_agent(self, agent_id: str) -> bool:
+        """Stop one sub-agent (its running command is killed); its siblings go on."""
+        return self.team.stop(agent_id)
+
+    def agent_transcript(self, agent_id: str) -> list[TranscriptItem] | None:
+        """What a sub-agent of this session did, read from its transcript; None if unknown."""
+        path = self.team.transcript_path(agent_id)
+        if path is None:
+            return None
+        try:
+            return Session.view(path).transcript
+        except SessionError:
+            return None
+
+    def agent_results(self) -> list[dict[str, Any]]:
+        """Every sub-agent of this session with how it ended (for `-p --output-format json`)."""
+        return [
+            {
+                "agent_id": r.agent_id,
+                "agent_type": r.agent_type,
+                "description": r.description,
+                "task_id": r.task_id,
+                "status": r.status,
+                **{k: v for k, v in r.details.items() if k not in ("agent_id", "task_id", "status")},
+            }
+            for r in self.team.records()
+        ]
+
+    def child_model(self, kind: AgentType, about: str) -> ChatModel:
+        """A sub-agent's model: a script's own part for it, the type's model on the same
+        server, or the main agent's."""
+        base = self.model.get()
+        if isinstance(base, ScriptsAgents):
+            return base.for_agent(about)
+        if kind.model and not self.config.scripted:
+            return create_model(
+                kind.model,
+                base_url=self.config.base_url,
+                api_key=self.config.api_key,
+                first_byte_timeout=self.config.first_byte_timeout,
+            )
+        return self.model
+
     def set_mode(self, mode: PermissionMode) -> None:
         self.permissions.mode = mode
 
@@ -349,7 +577,9 @@ class Runtime:
         return self.permissions.cycle_mode()
 
     def close(self) -> None:
-        """Let go of the session (its lock); the runtime is not used after."""
+        """Let go of the session (its lock); the runtime is not used after. Any MCP server
+        still running (its loop ended without stopping it) is killed with its group."""
+        self.mcp.kill_now()
         self.session.close()
 
     def set_approver(self, approver: Approver | None) -> None:
@@ -391,6 +621,9 @@ class Runtime:
                            f"{info.model_ids[0]} (choose with --model)", "warning")
                 )  # fmt: skip
         window = info.window_for(self.config.model)
+        if window and (problem := unbelievable_window(window, "the server")) is not None:
+            notices.append(Notice(problem, "warning"))
+            window = None
         if window and self.budget.source != "setting":
             self.budget.window, self.budget.source = window, "server"
             notices.append(Notice(f"context window {window:,} tokens (from the server)"))
@@ -457,14 +690,40 @@ class Runtime:
 
     def _make_agent(self) -> Agent:
         self.counter.forget()
+        self.team = Team(
+            Parent(
+                self.config.workspace,
+                self.store,
+                self.changes,
+                self.session,
+                lambda: self.agent,
+                self.child_model,
+                lambda line: build_system_context(self.config.workspace, line).prompt,
+                self.hooks,
+            ),
+            self.agent_types,
+            TeamSettings(self.config.max_parallel_agents, self.config.agent_max_turns),
+        )
         taken, recorded = change_observers(self.changes, self.store)
         lifecycle = Lifecycle(
-            before_request=[task_reminder_provider(self.store, self.config.reminder_interval)],
+            before_request=[
+                task_reminder_provider(self.store, self.config.reminder_interval),
+                team_note_provider(self.team.records),
+                *([images_provider(self.mcp.pending_images)] if self.mcp.images else []),
+            ],
             turn_end=[unfinished_stop_check(self.store)],
             tool_done=[attribution_observer(self.store), recorded],
             tool_start=[taken],
         )
         self.hooks.install(lifecycle)
+        lifecycle.prepare_prompt = InputPreparer(
+            permissions=self.permissions,
+            commands=lambda: self.custom_commands(max_age=0),
+            attacher=self._attacher,
+            approver=lambda: self.approver,
+            model_for=self._model_for,
+            hidden_env=self.hidden_env,
+        )
         return Agent(
             model=self.model,
             tools=self.tools,
@@ -473,11 +732,16 @@ class Runtime:
             system_prompt=self.system.prompt,
             session=self.session,
             approver=self.approver,
-            # The API key variables stay out of every command's environment.
             tasks=self.store,
-            hidden_env=frozenset({*HIDDEN_ENV, self.config.api_key_env}),
+            hidden_env=self.hidden_env,
             lifecycle=lifecycle,
-            options=AgentOptions(max_turns=self.config.max_turns, repeat_limit=self.config.max_repeated_calls),
+            options=AgentOptions(
+                max_turns=self.config.max_turns,
+                repeat_limit=self.config.max_repeated_calls,
+                request_retries=self.config.request_retries,
+                retry_max_wait=self.config.request_retry_wait,
+            ),
             budget=self.budget,
             counter=self.counter,
+            files=self.team.main_ledger(),
         )

@@ -3,8 +3,13 @@
 Precedence, highest first: command-line flags, environment variables, the project file
 `.todo-agent/settings.toml`, the user file `<config dir>/todo-agent/settings.toml`, defaults.
 `[permissions]` lists add up across the two files instead of replacing each other.
-A broken settings file never stops the program: it is reported (path, line, what is
-wrong) and ignored as a whole, so a half-read file cannot half-apply.
+
+A file's deny rules are never dropped quietly. A file that cannot be read as TOML, or
+whose `[permissions]` table is wrong in any way, stops the program with its path, line
+and problem (`SettingsError`): running on without the rules it may hold would be running
+with fewer denials than the person wrote. Anything else that is wrong (an unknown key, a
+value of the wrong type, one bad `[[hooks.*]]` entry) is refused on its own with a
+warning that names it, and the rest of the file applies.
 
 A project file arrives with a cloned repository, so it is trusted less: it cannot set
 `permission_mode = "bypassPermissions"`, `base_url`, `api_key_env` or a `script:` model
@@ -29,11 +34,24 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from .hooks.spec import HOOK_EVENTS, HookSpec, specs_from_table
+from .mcp.config import (
+    MCP_JSON,
+    McpConfigError,
+    ServerSpec,
+    merge,
+    read_flag_file,
+    read_mcp_json,
+    servers_from_table,
+    usable_servers,
+)
 from .permissions.modes import MODES, PermissionMode
+from .places import user_config_dir
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
 PanelPlace = Literal["right", "bottom", "hidden"]
+NotifyMode = Literal["auto", "bell", "off"]
+"""`[ui] notify`: bell and desktop notification, the bell alone, or nothing (`tui/notify.py`)."""
 
 _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "model": str,
@@ -44,6 +62,11 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_output_tokens": int,
     "max_turns": int,
     "max_repeated_calls": int,
+    "max_parallel_agents": int,
+    "agent_max_turns": int,
+    "task_list": str,
+    "request_retries": int,
+    "request_retry_wait": (int, float),
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
     "tasks": str,
@@ -51,6 +74,9 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "permissions": dict,
     "hooks": dict,
     "allow_project_hooks": bool,
+    "allow_project_mcp": bool,
+    "images": bool,
+    "mcp_servers": dict,
     "ui": dict,
 }
 
@@ -59,32 +85,50 @@ class SettingsError(Exception):
     pass
 
 
-def user_settings_path() -> Path:
-    from platformdirs import user_config_dir
+_LIST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
-    return Path(user_config_dir("todo-agent", appauthor=False)) / "settings.toml"
+
+def valid_list_name(name: str) -> bool:
+    """A shared task list's name (`--task-list`): one safe file name."""
+    return _LIST_NAME.fullmatch(name) is not None
+
+
+def user_settings_path() -> Path:
+    return user_config_dir() / "settings.toml"
 
 
 def project_settings_path(workspace: Path) -> Path:
     return workspace / ".todo-agent" / "settings.toml"
 
 
-def read_settings_file(path: Path) -> dict[str, Any]:
-    """Parse and validate one file; raise SettingsError with path and line on any problem."""
+def read_settings_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Parse and validate one file: its usable settings, and a warning per setting or hook
+    entry refused. Raises SettingsError (path, line) for what would lose deny rules."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return {}, []
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read ({exc})") from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
-    problems = [p for key, value in data.items() if (p := _check(key, value))]
-    if problems:
-        raise SettingsError(f"{path}: " + "; ".join(problems))
-    return data
+    warnings: list[str] = []
+    for key, value in list(data.items()):
+        if key == "permissions":
+            if problem := _check(key, value):
+                raise SettingsError(f"{path}: {problem}")
+        elif key == "hooks" and isinstance(value, dict):
+            data[key] = _usable_hooks(value, lambda why: warnings.append(f"{path}: {why}; that hook is ignored"))
+        elif key == "mcp_servers" and isinstance(value, dict):
+            data[key] = usable_servers(value, lambda why: warnings.append(f"{path}: {why}; that server is ignored"))
+        elif problem := _check(key, value):
+            if isinstance(value, dict) and {"allow", "deny"} & set(value):
+                raise SettingsError(f"{path}: {problem}, and it holds permission rules (did you mean [permissions]?)")
+            warnings.append(f"{path}: {problem}; that setting is ignored")
+            del data[key]
+    return data, warnings
 
 
 def _check(key: str, value: Any) -> str | None:
@@ -114,45 +158,54 @@ def _check_permissions(permissions: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_hooks(hooks: dict[str, Any]) -> str | None:
-    """`[[hooks.<Event>]]` tables with `command` (required), `matcher` and `timeout`."""
+def _usable_hooks(hooks: dict[str, Any], refuse: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+    """The `[[hooks.<Event>]]` entries that are well formed; `refuse` hears about each other one."""
+    usable: dict[str, list[dict[str, Any]]] = {}
     for event, entries in hooks.items():
         if event not in HOOK_EVENTS:
-            return f"[hooks] unknown event '{event}' (known: {', '.join(HOOK_EVENTS)})"
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            return f"[hooks] {event} must be a list of tables ([[hooks.{event}]])"
-        for entry in entries:
-            if problem := _check_hook(event, entry):
-                return problem
-    return None
+            refuse(f"[hooks] unknown event '{event}' (known: {', '.join(HOOK_EVENTS)})")
+        elif not isinstance(entries, list):
+            refuse(f"[hooks] {event} must be a list of tables ([[hooks.{event}]])")
+        else:
+            for number, entry in enumerate(entries, 1):
+                if problem := _check_hook(event, entry):
+                    refuse(f"[[hooks.{event}]] #{number}: {problem}")
+                else:
+                    usable.setdefault(event, []).append(entry)
+    return usable
 
 
-def _check_hook(event: str, entry: dict[str, Any]) -> str | None:
-    where = f"[[hooks.{event}]]"
+def _check_hook(event: str, entry: Any) -> str | None:
+    """What is wrong with one `[[hooks.<Event>]]` entry (`command` required, `matcher`, `timeout`)."""
+    if not isinstance(entry, dict):
+        return f"must be a table ([[hooks.{event}]]), not {type(entry).__name__}"
     if unknown := sorted(set(entry) - {"matcher", "command", "timeout"}):
-        return f"{where} unknown key '{unknown[0]}' (known: command, matcher, timeout)"
+        return f"unknown key '{unknown[0]}' (known: command, matcher, timeout)"
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
-        return f"{where} command must be a non-empty string"
+        return "command must be a non-empty string"
     matcher = entry.get("matcher", "")
     if not isinstance(matcher, str):
-        return f"{where} matcher must be a string"
-    try:
-        re.compile(matcher)
-    except re.error as exc:
-        return f"{where} matcher is not a valid regular expression ({exc})"
+        return "matcher must be a string"
+    if matcher.strip() not in ("", "*"):  # both mean every tool, as in Claude Code
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            return f"matcher is not a valid regular expression ({exc})"
     timeout = entry.get("timeout", 1)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        return f"{where} timeout must be a number of seconds > 0"
+        return "timeout must be a number of seconds > 0"
     return None
 
 
 def _check_ui(ui: dict[str, Any]) -> str | None:
     for key, value in ui.items():
-        if key != "task_panel":
-            return f"[ui] unknown key '{key}' (known: task_panel)"
-        if value not in ("right", "bottom", "hidden"):  # a non-string is never one of these
+        if key not in ("task_panel", "notify"):
+            return f"[ui] unknown key '{key}' (known: notify, task_panel)"
+        if key == "task_panel" and value not in ("right", "bottom", "hidden"):  # a non-string is never one
             return '[ui] task_panel must be "right", "bottom" or "hidden"'
+        if key == "notify" and value not in ("auto", "bell", "off"):
+            return '[ui] notify must be "auto", "bell" or "off"'
     return None
 
 
@@ -175,9 +228,13 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
     "max_turns": _when(lambda v: v >= 1, "'max_turns' must be >= 1"),
     "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
+    "max_parallel_agents": _when(lambda v: 1 <= v <= 16, "'max_parallel_agents' must be between 1 and 16"),
+    "agent_max_turns": _when(lambda v: v >= 1, "'agent_max_turns' must be >= 1"),
+    "task_list": _when(valid_list_name, "'task_list' must be letters, digits, '.', '_' or '-'"),
+    "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
+    "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
     "ui": _check_ui,
     "permissions": _check_permissions,
-    "hooks": _check_hooks,
 }
 
 
@@ -204,9 +261,21 @@ class Config:
     """Model requests in one user turn before the agent stops."""
     max_repeated_calls: int = 5
     """Identical tool calls in a row that stop a turn as a loop; 0 turns the guard off."""
+    max_parallel_agents: int = 3
+    """Sub-agents running at once; more `Agent` calls wait for a free slot."""
+    agent_max_turns: int = 30
+    """A sub-agent's model requests when its `Agent` call does not say."""
+    task_list: str | None = None
+    """A shared task list's name (`--task-list`, `TODO_AGENT_TASK_LIST`): the session
+    works that list instead of its own, with every other process using it."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (503, 429, a dropped connection)."""
+    request_retry_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries."""
     model_chosen: bool = False
     """Whether a flag, variable or setting named the model (else a server's own may be used)."""
     task_panel: PanelPlace = "right"
+    notify: NotifyMode = "auto"
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     project_allow: list[str] = field(default_factory=list)
@@ -215,6 +284,12 @@ class Config:
     """User hooks first, then the project's (each spec knows its file)."""
     allow_project_hooks: bool = False
     """Run project hooks without asking (user file key, or `--allow-project-hooks`)."""
+    mcp_servers: list[ServerSpec] = field(default_factory=list)
+    """MCP servers from `--mcp-config`, the project file, `.mcp.json` and the user file (`core/mcp/config.py`)."""
+    allow_project_mcp: bool = False
+    """Start the project's MCP servers without asking (user file key, or `--allow-project-mcp`)."""
+    images: bool = False
+    """The model accepts images: an MCP tool's images follow its result (`core/mcp/images.py`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
 
@@ -235,24 +310,30 @@ def load_config(
     env: dict[str, str] | None = None,
     headless: bool = False,
 ) -> Config:
-    """Merge defaults, settings files, environment and flags (flags are None when unset)."""
+    """Merge defaults, settings files, environment and flags (flags are None when unset).
+
+    Raises SettingsError for a file that cannot be used without losing its deny rules."""
     env = dict(os.environ) if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     config = Config(workspace=workspace.resolve(), tasks_version="v1" if headless else "v2")
     merged: dict[str, Any] = {}
     project = project_settings_path(workspace)
+    servers: dict[str, list[ServerSpec]] = {}
     for path in (user_settings_path(), project):
-        try:
-            data = read_settings_file(path)
-        except SettingsError as exc:
-            config.warnings.append(f"settings ignored: {exc}")
-            continue
+        data, warnings = read_settings_file(path)  # SettingsError: see the module docstring
+        config.warnings += warnings
         if path == project:
             _restrict_project_settings(config, path, data)
         config.hooks += specs_from_table(data.pop("hooks", {}), "project" if path == project else "user")
+        if path == project:
+            servers["project"] = servers_from_table(data.pop("mcp_servers", {}), "project", path, env)
+        else:
+            servers["user"] = servers_from_table(data.pop("mcp_servers", {}), "user", path, env)
         _merge(merged, data)
     _apply_settings(config, merged)
     config.allow_project_hooks = config.allow_project_hooks or bool(flags.get("allow_project_hooks"))
+    config.mcp_servers = _mcp_servers(config, workspace, flags.get("mcp_config"), servers, env)
+    config.allow_project_mcp = config.allow_project_mcp or bool(flags.get("allow_project_mcp"))
     key_env = config.api_key_env
     config.api_key = env.get(key_env) or None
     config.base_url = env.get("OPENAI_BASE_URL") or config.base_url
@@ -264,7 +345,30 @@ def load_config(
     config.tasks_version = cast(TaskVersion, flags.get("tasks", config.tasks_version))
     config.context_window = flags.get("context_window", config.context_window)
     config.max_turns = flags.get("max_turns", config.max_turns)
+    config.task_list = flags.get("task_list") or env.get("TODO_AGENT_TASK_LIST") or config.task_list
+    if config.task_list is not None and not valid_list_name(config.task_list):
+        config.warnings.append(
+            f"task list name {config.task_list[:64]!r} ignored: use letters, digits, '.', '_' or '-'"
+        )
+        config.task_list = None
     return config
+
+
+def _mcp_servers(
+    config: Config, workspace: Path, flag_file: str | None, servers: dict[str, list[ServerSpec]], env: dict[str, str]
+) -> list[ServerSpec]:
+    """Highest first: `--mcp-config`, the project file, `.mcp.json`, the user file."""
+    flagged: list[ServerSpec] = []
+    from_json: list[ServerSpec] = []
+    try:
+        flagged = read_flag_file(Path(flag_file).expanduser(), env) if flag_file else []
+    except McpConfigError as exc:
+        config.warnings.append(f"MCP servers ignored: {exc}")
+    try:
+        from_json = read_mcp_json(workspace / MCP_JSON, "mcp.json", env)
+    except McpConfigError as exc:
+        config.warnings.append(f"MCP servers ignored: {exc}")
+    return merge(flagged, servers.get("project", []), from_json, servers.get("user", []))
 
 
 def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any]) -> None:
@@ -286,6 +390,12 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
         config.warnings.append(
             f"{path}: 'allow_project_hooks' ignored: a project cannot trust its own hooks "
             "(set it in the user settings file, or pass --allow-project-hooks)"
+        )
+    if "allow_project_mcp" in data:
+        del data["allow_project_mcp"]
+        config.warnings.append(
+            f"{path}: 'allow_project_mcp' ignored: a project cannot trust its own MCP servers "
+            "(set it in the user settings file, or pass --allow-project-mcp)"
         )
     for key in ("base_url", "api_key_env"):
         # Pointing the client elsewhere, or at another variable, could send the user's key
@@ -322,8 +432,16 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
     config.max_turns = data.get("max_turns", config.max_turns)
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)
+    config.max_parallel_agents = data.get("max_parallel_agents", config.max_parallel_agents)
+    config.agent_max_turns = data.get("agent_max_turns", config.agent_max_turns)
+    config.task_list = data.get("task_list", config.task_list)
+    config.request_retries = data.get("request_retries", config.request_retries)
+    config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))
     permissions = data.get("permissions", {})
     config.allow = list(permissions.get("allow", []))
     config.deny = list(permissions.get("deny", []))
     config.allow_project_hooks = data.get("allow_project_hooks", config.allow_project_hooks)
+    config.allow_project_mcp = data.get("allow_project_mcp", config.allow_project_mcp)
+    config.images = data.get("images", config.images)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)
+    config.notify = data.get("ui", {}).get("notify", config.notify)

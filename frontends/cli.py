@@ -22,7 +22,7 @@ from typing import Any
 
 from todo_agent.core import __version__
 from todo_agent.core.permissions.modes import MODES
-from todo_agent.core.settings import Config, load_config
+from todo_agent.core.settings import Config, SettingsError, load_config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 NO_MODEL = (
@@ -55,9 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", nargs="?", const="", metavar="ID", help="resume a session (no ID: pick one)")
     parser.add_argument(
+        "--task-list",
+        metavar="NAME",
+        help="work the shared task list NAME (with every todo-agent that names it) instead of the session's own",
+    )
+    parser.add_argument(
         "--allow-project-hooks",
         action="store_true",
         help="run the hooks in .todo-agent/settings.toml without asking (needed for them in -p mode)",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers from FILE (.mcp.json-style JSON, or TOML with [mcp_servers.NAME]); it wins over the others",
+    )
+    parser.add_argument(
+        "--allow-project-mcp",
+        action="store_true",
+        help="start the MCP servers of .mcp.json and .todo-agent/settings.toml without asking (needed in -p mode)",
     )
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
@@ -111,8 +126,14 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "max_turns": args.max_turns,
         "context_window": args.context_window,
         "allow_project_hooks": args.allow_project_hooks or None,
+        "mcp_config": args.mcp_config,
+        "allow_project_mcp": args.allow_project_mcp or None,
+        "task_list": args.task_list,
     }
-    config = load_config(workspace, flags=flags, headless=args.prompt is not None)
+    try:
+        config = load_config(workspace, flags=flags, headless=args.prompt is not None)
+    except SettingsError as exc:  # running without the deny rules it may hold is worse than not running
+        return fail(f"{exc}\nFix that settings file (or move it away): todo-agent does not start without its rules.")
     config.demo = args.demo
     if args.prompt is not None:
         return run_print(config, args)

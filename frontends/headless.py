@@ -6,7 +6,10 @@ Output formats:
   with the context's share of the window, `tasks`, each with the `files` it changed).
 - `stream-json`: every event as one JSON line while it happens, then the result object.
 Nobody can answer an approval here, so calls that would ask are denied and the tool
-result says how to allow them. A compaction prints one line to stderr.
+result says how to allow them. A compaction prints one line to stderr, and so does each
+`@path` that could not be attached. `@path` mentions and custom slash commands
+(`-p "/review posts.py"`) work as in the app; a project command's `` !`cmd` `` lines run
+only when an allow rule covers them (or the file was approved in the app).
 Text that reaches a terminal (the answer, errors, notices, hook output) is sanitised like
 the TUI's: escape sequences from the model, the server or a hook are removed, never run;
 JSON output carries the text exactly, with every control character escaped.
@@ -18,6 +21,22 @@ repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdou
 away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
 the run, from `frontends/cli.py`.)
 
+MCP servers: started before the turn, which waits for them at most their
+`startup_timeout_sec` (default 30 s); a server that is not up by then (failed, or a
+project server not accepted: `--allow-project-mcp`) is one line on stderr, and the json
+result's `mcp_servers` lists every server with its state. All of them, and their process
+groups, are stopped when the run ends, however it ends.
+
+Sub-agents: every call they would ask about is denied, as the main agent's are, so none
+waits for an answer. In text mode each one's start and end is a line on stderr; in
+`stream-json` each of its events is a line carrying its `agent_id` (and the `call_id` of
+the `Agent` call that runs it); the `json` result lists them (`agents`), and `usage`
+counts their tokens too.
+
+A request that fails in a way that may pass (a server busy, restarting or rate limiting,
+a dropped connection) is retried after a wait, each wait one line on stderr
+(`todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`).
+
 Hooks: the SessionStart hooks run before the turn. A hook that blocks or fails prints
 one line on stderr (`todo-agent: PreToolUse hook blocked: ./guard.sh (exit 2): …`);
 `stream-json` carries every hook run as a `HookResult` event. Project hooks that the
@@ -26,13 +45,28 @@ person has not trusted do not run, and a warning says how to run them.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from todo_agent.core.events import Compacted, Error, Event, HookResult, Notice, TasksUpdated, TurnEnd, Usage
+from todo_agent.core.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
+    Attached,
+    Compacted,
+    Error,
+    Event,
+    HookResult,
+    Notice,
+    Retrying,
+    TasksUpdated,
+    TurnEnd,
+    Usage,
+)
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
@@ -42,6 +76,8 @@ EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    if isinstance(event, AgentEvent):  # a sub-agent's own event, named as it is and tagged with who
+        return {**event_to_json(event.event), "agent_id": event.agent_id, "call_id": event.call_id}
     data = dataclasses.asdict(event)
     return {"type": type(event).__name__, **data}
 
@@ -59,13 +95,20 @@ class _Tally:
     last_listing: str = ""
 
     def feed(self, event: Event) -> None:
-        if isinstance(event, Error):
+        if isinstance(event, AgentEvent):
+            self._feed_agent(event)
+        elif isinstance(event, AgentStarted | AgentFinished):
+            self._agent_line(event)
+        elif isinstance(event, Error):
             self.errors.append(event.message)
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
         elif isinstance(event, Notice) and event.level != "info":
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
-        elif isinstance(event, HookResult) and event.noteworthy:
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
+        elif isinstance(event, Attached) and event.note:  # `@path` that could not go with the prompt
+            print(f"todo-agent: @{sanitize(event.path)}: {sanitize(event.note)}", file=self.err)
         elif isinstance(event, Usage):
             self.prompt_tokens += event.prompt_tokens
             self.completion_tokens += event.completion_tokens
@@ -82,6 +125,29 @@ class _Tally:
             if listing != self.last_listing:  # per-call attribution updates change no line here
                 print(sanitize(listing), file=self.err)
                 self.last_listing = listing
+
+    def _feed_agent(self, wrapped: AgentEvent) -> None:
+        """A sub-agent's event: its tokens count, its plan changes print; its text does not."""
+        event = wrapped.event
+        if isinstance(event, Usage):
+            self.prompt_tokens += event.prompt_tokens
+            self.completion_tokens += event.completion_tokens
+        elif isinstance(event, TasksUpdated):
+            self.feed(event)
+        elif isinstance(event, Error):
+            print(f"todo-agent: {wrapped.agent_id}: error: {sanitize(event.message)}", file=self.err)
+        elif isinstance(event, Notice) and event.level != "info":
+            print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.text)}", file=self.err)
+        elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
+            print(f"todo-agent: {wrapped.agent_id}: {sanitize(event.describe())}", file=self.err)
+
+    def _agent_line(self, event: AgentStarted | AgentFinished) -> None:
+        if isinstance(event, AgentStarted):
+            if not event.waiting:
+                task = f" on task #{event.task_id}" if event.task_id else ""
+                print(f"todo-agent: {event.agent_id} started{task}: {sanitize(event.description)}", file=self.err)
+            return
+        print(f"todo-agent: {event.agent_id} {event.status} ({sanitize(event.reason)})", file=self.err)
 
 
 PIPE_CLOSED = 141
@@ -109,6 +175,25 @@ class _Output:
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+    try:
+        return await _run(runtime, prompt, output_format, out, err)
+    finally:  # however the run ends (SIGTERM, ctrl+c included): no server is left running
+        await asyncio.shield(runtime.stop_mcp())
+
+
+async def _connect_mcp(runtime: Runtime, err: TextIO) -> None:
+    for server in await runtime.connect_mcp():
+        why = server.reason
+        if server.state == "untrusted":
+            why = "a project server: accept it in the app once, or pass --allow-project-mcp"
+        elif server.state == "starting":
+            why = "still not up after its startup_timeout_sec"
+        tail = server.stderr.tail(3)
+        last = f" (stderr: {' | '.join(tail)})" if tail and server.state == "failed" else ""
+        print(sanitize(f"todo-agent: MCP server {server.name} is not available: {why}{last}"), file=err)
+
+
+async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
     streaming = output_format == "stream-json"
     output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
@@ -118,6 +203,8 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
             print(f"todo-agent: {sanitize(notice.text)}", file=err)
         if streaming:
             output.json(event_to_json(notice))
+    if runtime.mcp.configured:
+        await _connect_mcp(runtime, err)
     for event in await runtime.start_session("resume" if runtime.history else "startup"):
         if streaming:
             output.json(event_to_json(event))
@@ -145,8 +232,11 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: OutputForma
                 "errors": tally.errors,
                 "session_id": runtime.session_id,
                 "usage": _usage(runtime, tally),
+                "mcp_servers": runtime.mcp_report(),
                 # Each task with the files it changed (path, created/modified/deleted, lines +/−).
                 "tasks": [{**dataclasses.asdict(t), "files": runtime.files_changed(t.id)} for t in runtime.tasks()],
+                # Each sub-agent of the session: how it ended, what it changed, what it cost.
+                "agents": runtime.agent_results(),
             }
         )
     return PIPE_CLOSED if output.closed else code

@@ -14,8 +14,10 @@ drawn with the installed monospace font (`fc-match monospace`) and `xml:space="p
 
 It runs the bundled demo (`examples/`) in the real `TodoAgentApp` with its scripted model,
 through the same harness as the TUI tests (`tests/tui_helpers.py`), and saves:
-demo_midrun (plan in progress, panel docked), approval_diff (the Edit approval with its
-diff), plan_completed (3/3 and /todos), panel_hidden (ctrl+t) and welcome (no model).
+demo_fanout (two sub-agents at work side by side on two tasks), approval_subagent (a
+sub-agent's Write approval, labelled with it and its task), approval_diff (the Edit
+approval with its diff), demo_midrun (plan in progress, panel docked), plan_completed
+(5/5 and /todos), panel_hidden (ctrl+t) and welcome (no model).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ SIZE = (140, 42)
 CLOCK = 1_768_400_000.0
 sys.path.insert(0, str(ROOT / "tests"))
 
+from agent_helpers import gate_children
 from tui_helpers import main_screen, send, turn_done, wait_until
 
 from todo_agent.core.model.base import Message, StreamItem
@@ -58,6 +61,9 @@ class PausedAt:
     @property
     def name(self) -> str:
         return self.model.name
+
+    def for_agent(self, text: str) -> ScriptedModel:
+        return self.model.for_agent(text)
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
@@ -113,16 +119,32 @@ def demo_project(tmp: Path) -> tuple[Path, dict[str, Any]]:
 
 async def demo_run(tmp: Path) -> None:
     project, script = demo_project(tmp)
-    scripted = ScriptedModel.from_data({"steps": script["steps"]}, label="script:demo_script.json")
-    model = PausedAt(scripted, pause_at=6)  # after the edit: #1 and #2 done, #3 in progress
+    scripted = ScriptedModel.from_data(
+        {"steps": script["steps"], "agents": script["agents"]}, label="script:demo_script.json"
+    )
+    model = PausedAt(scripted, pause_at=7)  # after the edit: #1-#4 done, the checks next
     config = Config(workspace=project, model="script:demo_script.json")
     app = TodoAgentApp.for_config(config, model=model, animations=False)
     assert app.runtime is not None  # a frozen clock: task times read the same on any machine
     app.runtime.store.clock = lambda: CLOCK
     TaskPanel.clock = staticmethod(lambda: CLOCK)
+    # Both sub-agents held mid-way: the explorer after its search, the writer before its first answer.
+    release = asyncio.Event()
+    held = gate_children(app.runtime, {"every caller": {2: release}, "README.md": {0: release}})
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, script["prompt"])
+        await wait_until(pilot, lambda: all(g.waiting.is_set() for g in held.values()))
+        await wait_until(pilot, lambda: main_screen(app).caught_up)
+        await pilot.pause()
+        save(app, "demo_fanout")
+        release.set()
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
+        save(app, "approval_subagent")
+        await pilot.press("1")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == "Edit",
+        )
         save(app, "approval_diff")
         await pilot.press("1")
         await wait_until(pilot, model.reached.is_set)

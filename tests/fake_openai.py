@@ -21,7 +21,11 @@ Script items (dicts):
   `omit_ids`, `split_name` (names in two pieces), `repeat_name` (the whole name on every
   delta), `tool_delta_content` (`""` or `null`: a `content` key on every tool-call delta,
   like llama.cpp), `stall` (after the content, keep the stream open until the client goes
-  away).
+  away), `utf16` (cut text and arguments in UTF-16 code units, as a JavaScript server
+  does: a character outside the BMP, an emoji, may end one chunk in its first half and
+  start the next in its second). Text or arguments holding a lone surrogate (`"*\ud83d"`
+  in a Python string) are sent as the JSON escape `\ud83d`, as a server that passes on a
+  model's broken output does.
 - `{"http_error": 500, "message": "...", "headers": {...}}`: that status with a JSON error body;
   `"error_body": {...}` sends that object as the body's `error` instead (a server's own shape).
 - `{"cut_off": true, "text": "...", "clean": false}`: stream some text, then end without a
@@ -33,6 +37,11 @@ Script items (dicts):
 - `{"stall": true}` alone: read the request and never answer (for timeouts).
 - `{"drop": true}`: read the request and close the connection without a word, as llama.cpp
   does to a request on a kept-alive connection it has already closed.
+- Any item may carry `"match": "text"`: it then answers only a request whose first user
+  message contains that text (a sub-agent's brief), whatever order requests arrive in; a
+  request takes the first unused item that matches it, else the first unused item without
+  `match`. `"chunk_delay": s` waits `s` seconds between streamed chunks (so several
+  streams overlap); `max_streaming` records the most streams ever open at once.
 
 Server-wide options (`FakeOpenAIServer(..., option=...)`):
 
@@ -51,7 +60,7 @@ Server-wide options (`FakeOpenAIServer(..., option=...)`):
 Use it as `async with FakeOpenAIServer(items) as server:` (`server.base_url`,
 `server.requests`, `server.violations`), from another event loop or a subprocess test with
 `with run_in_thread(items) as server:`, or as a process:
-`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N]` prints the
+`python tests/fake_openai.py SCRIPT.json [--record OUT.json] [--context-limit N] [--no-retry-after]` prints the
 base URL on its first stdout line and serves until SIGTERM/SIGINT. A script file may be
 `{"responses": [...], "without_tools": {...}, "props": {...}}`.
 """
@@ -222,6 +231,10 @@ class FakeOpenAIServer:
         self.aborted = asyncio.Event()
         """Set when a client closed a connection before its streamed answer ended."""
         self.used = 0
+        self._taken: set[int] = set()
+        self.streaming = 0
+        self.max_streaming = 0
+        """The most answers streaming at the same moment (several sub-agents at once)."""
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -335,12 +348,14 @@ class FakeOpenAIServer:
         if self.without_tools is not None and not body.get("tools"):
             await self._stream(body, self.without_tools, reader, writer)
             return
-        if self.used >= len(self.responses):
+        index = self._pick(body)
+        if index is None:
             message = f"request {number} arrived after the script's {len(self.responses)} responses ran out"
             self.violations.append(message)
             await self._send_error(writer, 500, message, retry=False)
             return
-        item = self.responses[self.used]
+        item = self.responses[index]
+        self._taken.add(index)
         self.used += 1
         if "http_error" in item:
             status = int(item["http_error"])
@@ -357,6 +372,16 @@ class FakeOpenAIServer:
             self.aborted.set()
         else:
             await self._stream(body, item, reader, writer)
+
+    def _pick(self, body: Mapping[str, Any]) -> int | None:
+        """The script item for this request: the first unused one whose `match` is in its
+        first user message, else the first unused one without a `match`."""
+        first = next((m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"), {})
+        text = first.get("content") if isinstance(first.get("content"), str) else ""
+        free = [n for n in range(len(self.responses)) if n not in self._taken]
+        matched = [n for n in free if "match" in self.responses[n] and str(self.responses[n]["match"]) in text]
+        plain = [n for n in free if "match" not in self.responses[n]]
+        return (matched or plain or [None])[0]
 
     async def _send_json(
         self, writer: asyncio.StreamWriter, status: int, payload: Any, headers: Mapping[str, str] | None = None
@@ -400,10 +425,18 @@ class FakeOpenAIServer:
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         if not self.send_usage:
             item = {**item, "usage": None}
-        for event in _events(body, item, len(self.requests)):
-            data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-            await writer.drain()
+        delay = float(item.get("chunk_delay", 0))
+        self.streaming += 1
+        self.max_streaming = max(self.max_streaming, self.streaming)
+        try:
+            for event in _events(body, item, len(self.requests)):
+                data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                await writer.drain()
+                if delay:
+                    await asyncio.sleep(delay)
+        finally:
+            self.streaming -= 1
         if item.get("stall"):
             await reader.read()
             self.aborted.set()
@@ -428,8 +461,9 @@ def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
     size = max(1, int(item.get("chunk_size", 3)))
     text = str(item.get("text") or "")
     yield chunk({"role": "assistant", "content": ""})
-    for start in range(0, len(text), size):
-        yield chunk({"content": text[start : start + size]})
+    units = _utf16_units(text) if item.get("utf16") else text
+    for start in range(0, len(units), size):
+        yield chunk({"content": units[start : start + size]})
     if item.get("cut_off"):
         return
     calls = list(item.get("tool_calls") or [])
@@ -451,6 +485,12 @@ def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
     yield "[DONE]"
 
 
+def _utf16_units(text: str) -> str:
+    """`text` with every character outside the BMP as its two surrogates, one code unit each."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return "".join(data[i : i + 2].decode("utf-16-le", "surrogatepass") for i in range(0, len(data), 2))
+
+
 def _tool_call_pieces(item: Item, calls: list[Mapping[str, Any]], size: int) -> Iterator[dict[str, Any]]:
     streams = [_call_pieces(item, n, call, size) for n, call in enumerate(calls)]
     if item.get("interleave"):
@@ -470,6 +510,8 @@ def _call_pieces(item: Item, n: int, call: Mapping[str, Any], size: int) -> list
     """The `tool_calls[0]` entries of the deltas that stream one call."""
     args = call.get("arguments", {})
     text = args if isinstance(args, str) else json.dumps(args)
+    if item.get("utf16"):
+        text = _utf16_units(text)
     name = str(call["name"])
     names = [name[: len(name) // 2], name[len(name) // 2 :]] if item.get("split_name") else [name]
     first: dict[str, Any] = {"index": n, "type": "function", "function": {"name": names[0], "arguments": ""}}
@@ -602,6 +644,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context-limit", type=int, help="refuse requests over N tokens with HTTP 400")
     parser.add_argument("--overflow-shape", choices=("openai", "llama"), default="openai")
     parser.add_argument("--no-usage", action="store_true", help="never report usage")
+    parser.add_argument(
+        "--no-retry-after", action="store_true", help="send no retry-after-ms on errors (clients use their backoff)"
+    )
     args = parser.parse_args(argv)
     items, options = load_script(args.script)
     server = FakeOpenAIServer(
@@ -611,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         context_limit=args.context_limit,
         overflow_shape=args.overflow_shape,
         send_usage=not args.no_usage,
+        retry_after_ms=None if args.no_retry_after else 1,
         **options,
     )
     asyncio.run(_serve_forever(server))

@@ -42,10 +42,36 @@ async def test_the_demo_runs_to_its_end_when_everything_is_approved(demo: Any) -
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
+        await answer(pilot, "Write", "1")  # the README sub-agent's, labelled with it and its task
+        assert app.runtime is not None
+        assert {row.agent_id for row in app.runtime.agents()} == {"explore-1", "general-2"}
         await answer(pilot, "Edit", "1")
         await answer(pilot, "Bash", "1")
         await turn_done(pilot)
         assert "passes (3 checks)" in said(app)
+        outcomes = {r.agent_id: r.status for r in app.runtime.agents()}
+        assert outcomes == {"explore-1": "completed", "general-2": "completed"}
+        assert [t.status for t in app.runtime.tasks()] == ["completed"] * 5
+        assert "## Listing posts" in await asyncio.to_thread((workspace / "README.md").read_text, encoding="utf-8")
+    model.assert_complete()
+
+
+async def test_the_two_sub_agents_run_side_by_side(demo: Any) -> None:
+    """While the README sub-agent waits for its approval, the explorer goes on working."""
+    workspace, model, prompt = demo
+    app = make_app(workspace, model, demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, prompt)
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Write")
+        assert app.screen.request.agent == "general-2 · #4 Document pagination"  # type: ignore[attr-defined]
+        assert app.runtime is not None
+        explorer = app.runtime.team.children["explore-1"]
+        await wait_until(pilot, lambda: explorer.phase == "done")  # it finished while general-2 waited
+        assert explorer.status == "completed"
+        await pilot.press("1")
+        await answer(pilot, "Edit", "1")
+        await answer(pilot, "Bash", "1")
+        await turn_done(pilot)
     model.assert_complete()
 
 
@@ -55,6 +81,7 @@ async def test_declining_the_edit_ends_the_demo_honestly(demo: Any, keys: tuple[
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
+        await answer(pilot, "Write", "1")
         await answer(pilot, "Edit", *keys)
         await turn_done(pilot)
         if keys == ("n",):  # the turn stopped; the script answers the next message
@@ -63,7 +90,14 @@ async def test_declining_the_edit_ends_the_demo_honestly(demo: Any, keys: tuple[
         assert "I left `posts.py` as it was" in said(app)
         assert "passes" not in said(app) and "Traceback" not in screen_text(app)
         store = main_screen(app).runtime.store
-        assert [(t.id, t.status) for t in store.snapshot()] == [("1", "completed"), ("2", "pending"), ("3", "pending")]
+        statuses = [(t.id, t.status) for t in store.snapshot()]
+        assert statuses == [
+            ("1", "completed"),
+            ("2", "pending"),
+            ("3", "completed"),
+            ("4", "completed"),
+            ("5", "pending"),
+        ]
     model.assert_complete()
     assert "page_size" not in await asyncio.to_thread((workspace / "posts.py").read_text, encoding="utf-8")
 
@@ -74,6 +108,7 @@ async def test_declining_the_checks_does_not_claim_they_pass(demo: Any, keys: tu
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
+        await answer(pilot, "Write", "1")
         await answer(pilot, "Edit", "1")
         await answer(pilot, "Bash", *keys)
         await turn_done(pilot)
@@ -82,7 +117,7 @@ async def test_declining_the_checks_does_not_claim_they_pass(demo: Any, keys: tu
             await turn_done(pilot)
         assert "I did not run the checks" in said(app) and "passes" not in said(app)
         statuses = [t.status for t in main_screen(app).runtime.store.snapshot()]
-        assert statuses == ["completed", "completed", "pending"]
+        assert statuses == ["completed", "completed", "completed", "completed", "pending"]
     model.assert_complete()
 
 
@@ -109,3 +144,21 @@ def test_the_demo_directory_is_gone_after_the_app_exits(monkeypatch: pytest.Monk
     assert seen["sessions"] and Path(seen["home"]).is_relative_to(demo_root)  # the session was there
     assert not demo_root.exists() and Path.cwd() == before
     assert os.environ["TODO_AGENT_HOME"] == str(isolated_home / "todo-agent")  # put back
+
+
+async def test_declining_the_sub_agents_readme_leaves_its_task_pending_and_the_demo_goes_on(demo: Any) -> None:
+    workspace, model, prompt = demo
+    app = make_app(workspace, model, demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, prompt)
+        await answer(pilot, "Write", "f", *"not now", "enter")
+        await answer(pilot, "Edit", "1")
+        await answer(pilot, "Bash", "1")
+        await turn_done(pilot)
+        assert app.runtime is not None
+        assert {r.agent_id: r.status for r in app.runtime.agents()}["general-2"] == "partial"
+        tasks = app.runtime.tasks()
+        assert [t.status for t in tasks] == ["completed", "completed", "completed", "pending", "completed"]
+        assert tasks[3].attempts[-1].summary == "It stays pending: you asked me not to write the README."
+        assert not (workspace / "README.md").exists()
+    model.assert_complete()

@@ -17,7 +17,7 @@ import pytest
 from fake_openai import run_in_thread
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session.directory import data_root
+from todo_agent.core.places import data_root
 
 _LIMITED_WRITE = """
 import asyncio, resource, signal, sys

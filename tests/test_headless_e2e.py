@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_openai import run_in_thread
+
+from todo_agent.core.settings import user_settings_path
 
 POSTS = "def list_posts(posts):\n    return posts\n"
 
@@ -107,13 +111,21 @@ def test_json_output_and_continue_resumes_the_session(workspace: Path) -> None:
 def test_configuration_errors_are_one_line_without_traceback(workspace: Path, tmp_path: Path) -> None:
     no_model = todo_agent(workspace, None, "-p", "hi")
     assert no_model.returncode == 2 and "no model configured" in no_model.stderr
-    # A closed port: nothing listens there.
+    # A closed port: nothing listens there (a server restarting, or a wrong port). Retried
+    # with backoff (here 2 retries, not 6 over a minute), each wait said, not silent.
+    settings = user_settings_path()
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("request_retries = 2\n")
     unreachable = todo_agent(workspace, "http://127.0.0.1:9/v1", "-p", "hi")
-    assert unreachable.returncode == 1 and unreachable.stderr.splitlines() == [
-        "todo-agent: cannot reach http://127.0.0.1:9/v1: Connection refused; retrying (1/2)",
-        "todo-agent: cannot reach http://127.0.0.1:9/v1: Connection refused; retrying (2/2)",
-        "todo-agent: error: cannot reach http://127.0.0.1:9/v1: Connection refused",
-    ]  # the retries are said, not silent
+    refused = "todo-agent: cannot reach http://127.0.0.1:9/v1: Connection refused"
+    lines = unreachable.stderr.splitlines()
+    assert unreachable.returncode == 1 and len(lines) == 3, unreachable.stderr
+    assert re.fullmatch(re.escape(refused) + r" — retrying in [12] s \(1 of 2\)", lines[0]), lines
+    assert re.fullmatch(re.escape(refused) + r" — retrying in [23] s \(2 of 2\)", lines[1]), lines
+    assert re.fullmatch(
+        r"todo-agent: error: cannot reach .*: Connection refused \(gave up after 2 retries in \d s\)", lines[2]
+    )
+    settings.unlink()
     with run_in_thread([{"http_error": 401, "message": "bad key"}], check_unused=False) as server:
         auth = todo_agent(workspace, server.base_url, "-p", "hi")
     assert auth.returncode == 1 and "authentication failed" in auth.stderr
@@ -196,3 +208,46 @@ def test_resume_with_an_unknown_id_says_so_and_offers_the_nearest(workspace: Pat
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("todo-agent: no session has the id 'nosuchid'")
     assert "Traceback" not in result.stderr
+
+
+# --- waiting out a server that is busy, restarting or rate limiting -------------------------
+
+
+def test_a_server_busy_four_times_is_waited_out_and_the_wait_is_said(workspace: Path) -> None:
+    """A local server loading its model answers 503 four times, then the answer: the run
+    completes, each wait is one line on stderr, and every attempt was exactly one request
+    (the OpenAI client's own retries never multiply the loop's)."""
+    busy = {"http_error": 503, "message": "Loading model", "headers": {"retry-after": "1"}}
+    with run_in_thread([busy, busy, busy, busy, {"text": "ready now"}], retry_after_ms=None) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "hi")
+        requests = len(server.requests)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ready now"
+    assert result.stderr.splitlines() == [
+        f"todo-agent: server busy (HTTP 503): Loading model — retrying in 1 s ({n} of 6)" for n in range(1, 5)
+    ]
+    assert requests == 5
+
+
+def test_a_wait_longer_than_the_cap_is_not_waited(workspace: Path) -> None:
+    settings = user_settings_path()
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("request_retry_wait = 5\n")
+    limited = {"http_error": 429, "message": "slow down", "headers": {"retry-after": "120"}}
+    with run_in_thread([limited], retry_after_ms=None) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "hi")
+        requests = len(server.requests)
+    assert result.returncode == 1 and requests == 1
+    assert result.stderr.strip() == (
+        "todo-agent: error: rate limited (HTTP 429): slow down "
+        "(the server asks to wait 120 s, more than the 5 s request_retry_wait leaves)"
+    )
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_a_request_the_server_refuses_is_not_retried(workspace: Path, status: int) -> None:
+    with run_in_thread([{"http_error": status}]) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "hi")
+        requests = len(server.requests)
+    assert result.returncode == 1 and requests == 1
+    assert "retrying" not in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fake_openai import run_in_thread
 from test_headless_e2e import tc, todo_agent
-from test_tasks_e2e import tasks_file
+from test_tasks_e2e import tasks_file, tool_replies
 
 from todo_agent.core.settings import user_settings_path
 from todo_agent.core.tasks.reminders import NOT_VISIBLE
@@ -159,7 +159,7 @@ def test_the_repeated_call_guard_exits_5_and_a_setting_turns_it_off(workspace: P
         guarded = todo_agent(workspace, server.base_url, "-p", "loop", "--output-format", "json")
     assert guarded.returncode == 5, guarded.stderr
     assert json.loads(guarded.stdout)["reason"] == "loop"
-    assert "the same Read call 6 times in a row" in guarded.stderr
+    assert "the same call 6 times in a row, with the same result: Read(a.txt)" in guarded.stderr
 
     settings = user_settings_path()
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -207,3 +207,33 @@ def test_a_base_url_without_a_model_uses_the_servers_model(workspace: Path) -> N
     assert result.returncode == 0, result.stderr
     assert model == "SmolLM2-135M"
     assert "chat template cannot call tools" in result.stderr
+
+
+def test_polling_is_not_a_loop_but_the_same_answer_six_times_is(workspace: Path) -> None:
+    """Polling while something changes repeats a call whose result changes: a command's
+    output, or a Read of a file changed in between (here a PostToolUse hook appends to it).
+    Only a call that keeps getting the same result is stopped, and the stop names it."""
+    (workspace / "build.log").write_text("step 0\n")
+    hook = workspace.parent / "append.sh"
+    hook.write_text("#!/bin/sh\ncat > /dev/null\necho step >> build.log\n")
+    hook.chmod(0o755)
+    settings = user_settings_path()
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(f'[[hooks.PostToolUse]]\nmatcher = "Read"\ncommand = "{hook}"\n')
+    polls = [{"tool_calls": [tc("Bash", command="date +%s%N")]} for _ in range(8)]
+    reads = [{"tool_calls": [tc("Read", file_path="build.log")]} for _ in range(8)]
+    with run_in_thread([*polls, *reads, {"text": "the build is done"}]) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "wait for it", "--permission-mode", "bypassPermissions")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "the build is done"
+    settings.unlink()
+    same = [{"tool_calls": [tc("Bash", command="echo still building")]} for _ in range(6)]
+    with run_in_thread(same) as server:
+        stuck = todo_agent(workspace, server.base_url, "-p", "wait", "--permission-mode", "bypassPermissions")
+        refused = tool_replies(server.requests[-1])[-1]
+    assert stuck.returncode == 5, stuck.stderr
+    assert refused.startswith("Error: not run: the last 4 Bash calls had the same arguments and got the same result")
+    assert stuck.stderr.strip() == (
+        "todo-agent: stopped: the model made the same call 6 times in a row, with the same result: "
+        "Bash(echo still building) (the repeated-call guard; max_repeated_calls = 0 turns it off)"
+    )

@@ -247,3 +247,20 @@ def test_pre_compact_runs_before_a_compaction_with_claude_code_fields(workspace:
     assert told["hook_event_name"] == "PreCompact" and told["trigger"] == "auto"
     assert told["custom_instructions"] == ""
     assert told["session_id"] and Path(told["transcript_path"]).exists()
+
+
+def test_the_not_run_notice_shows_every_byte_of_a_hidden_command(workspace: Path, tmp_path: Path) -> None:
+    """Headless cannot ask: its notice lists the commands, hidden parts visible."""
+    project_hooks(
+        workspace,
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "echo two\\u001b]0; true;touch X\\u0007"\n'
+        '[[hooks.SessionStart]]\ncommand = """echo one' + "\n" * 61 + 'touch Y"""\n',
+    )
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "hi"}]))
+    result = todo_agent(workspace, None, "-p", "hi", "--model", f"script:{script}")
+    assert result.returncode == 0, result.stderr
+    assert "PreToolUse [Bash]: echo two␛]0; true;touch X␇" in result.stderr
+    assert "SessionStart: echo one␤×61touch Y" in result.stderr
+    assert "\x1b" not in result.stderr
+    assert not (workspace / "X").exists() and not (workspace / "Y").exists()

@@ -17,6 +17,7 @@ from test_headless_e2e import todo_agent
 
 from todo_agent.core.session.directory import latest_session, list_sessions
 from todo_agent.core.session.transcript import Session
+from todo_agent.core.settings import user_settings_path
 
 
 def _loadable(workspace: Path) -> Session:
@@ -61,6 +62,78 @@ def test_a_lone_surrogate_in_tool_arguments(workspace: Path) -> None:
     _loadable(workspace)
 
 
+HOOK = """#!/bin/sh
+cat > /dev/null
+printf '{"systemMessage": "hook \\\\ud83d", "hookSpecificOutput": {"additionalContext": "checked \\\\udcff"}}'
+"""
+
+
+def _surrogate_sources(workspace: Path, source: str) -> list[dict[str, Any]]:
+    """The script for one way a lone surrogate reaches the history; sets up the workspace."""
+    if source == "server text":
+        return [{"text": "hi \ud83d there"}]
+    if source == "server tool arguments":  # the raw character, streamed as the escape
+        return [{"tool_calls": [{"name": "Glob", "arguments": '{"pattern": "*\ud83d"}'}]}, {"text": "done"}]
+    if source == "a tool result":  # a PostToolUse hook's JSON adds context to the result
+        hook = workspace.parent / "hook.sh"
+        hook.write_text(HOOK)
+        hook.chmod(0o755)
+        settings = user_settings_path()
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(f'[[hooks.PostToolUse]]\ncommand = "{hook}"\n')
+        (workspace / "a.txt").write_text("a\n")
+        return [{"tool_calls": [{"name": "Read", "arguments": {"file_path": "a.txt"}}]}, {"text": "done"}]
+    # A file whose name is not UTF-8: Python spells it with a lone surrogate.
+    (workspace / os.fsdecode(b"caf\xe9.txt")).write_text("coffee\n")
+    calls = [
+        {"name": "Glob", "arguments": {"pattern": "*.txt"}},
+        {"name": "Read", "arguments": '{"file_path": "caf\udce9.txt"}'},
+        {"name": "Read", "arguments": {"file_path": "caf\ufffd.txt"}},
+    ]
+    return [{"tool_calls": calls}, {"text": "done"}]
+
+
+@pytest.mark.parametrize("source", ["server text", "server tool arguments", "a tool result", "a file name"])
+def test_a_lone_surrogate_from_any_source_is_sent_and_kept_as_u_fffd(workspace: Path, source: str) -> None:
+    """Whatever put a lone surrogate in the history, the next request is valid UTF-8 (the
+    OpenAI client's encoder cannot write one: it raised, and `-p` printed a traceback), the
+    session file holds what was sent, and the session resumes."""
+    items = _surrogate_sources(workspace, source)
+    with run_in_thread(items) as server:
+        result = todo_agent(
+            workspace,
+            server.base_url,
+            "-p",
+            "go",
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "stream-json",
+        )
+        sent = server.requests[-1]["messages"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    session = _loadable(workspace)
+    for line in session.path.read_bytes().decode("utf-8").splitlines():  # strict: valid UTF-8
+        json.dumps(json.loads(line), ensure_ascii=False).encode("utf-8")  # no \\ud83d escape either
+    with run_in_thread([{"text": "resumed"}]) as server:
+        again = todo_agent(workspace, server.base_url, "-p", "again", "--continue")
+        resumed = server.requests[0]["messages"]
+    assert again.returncode == 0 and again.stdout.strip() == "resumed", again.stderr[-2000:]
+    # The resumed request carries exactly what the first run sent (then its answer and the new prompt).
+    assert resumed[1 : len(sent)] == sent[1:]
+    assert "\ufffd" in json.dumps(resumed, ensure_ascii=False)  # the surrogate was sent, replaced
+
+
+def test_a_character_split_in_utf16_halves_across_chunks_is_joined(workspace: Path) -> None:
+    text = "ok 😀 and 🎉🎉 done, then a lone half: \ud83d"
+    with run_in_thread([{"text": text, "utf16": True, "chunk_size": 1}]) as server:
+        result = todo_agent(workspace, server.base_url, "-p", "hello")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok 😀 and 🎉🎉 done, then a lone half: \ufffd"
+    assert _loadable(workspace).messages[-1]["content"] == result.stdout.strip()
+
+
 def test_a_prompt_that_is_not_utf8(workspace: Path, tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(["answered"]))
@@ -83,8 +156,10 @@ def test_a_stream_that_is_not_utf8(workspace: Path) -> None:
     items = [{"raw_events": [event, "[DONE]"], "encoding": "latin-1"}] * 4
     with run_in_thread(items, check_unused=False) as server:
         result = todo_agent(workspace, server.base_url, "-p", "hello")
+        requests = len(server.requests)
     assert result.returncode == 1
     assert "not UTF-8" in result.stderr
+    assert requests == 1  # a server's encoding does not change on a retry
     assert "Traceback" not in result.stderr
 
 

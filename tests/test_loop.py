@@ -19,6 +19,7 @@ from todo_agent.core.events import (
     Event,
     Notice,
     ResponseDiscarded,
+    Retrying,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -74,7 +75,9 @@ ECHO = Tool(
 )
 FAIL = Tool("Fail", "fails", object_schema({}), _fail, "read")
 EMIT = Tool("Emit", "emits task events", object_schema({}), _emit_three, "task")
-WRITE = Tool("Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit")
+WRITE = Tool(
+    "Write", "writes", object_schema({"file_path": {"type": "string"}}), _write, "edit", paths={"file_path": "write"}
+)
 BLOCK = Tool("Block", "waits forever", object_schema({}), _block, "read")
 TOOLS = [ECHO, FAIL, EMIT, WRITE, BLOCK]
 
@@ -380,7 +383,7 @@ async def test_cut_off_stream_is_discarded_and_retried(workspace: Path) -> None:
     assert kinds(events) == [
         "TextDelta",
         "ResponseDiscarded",
-        "Notice",
+        "Retrying",
         "TextDelta",
         "Usage",
         "AssistantMessage",
@@ -589,17 +592,20 @@ class AlwaysFails:
 
 
 @pytest.mark.parametrize("retries", [0, 1, 3])
-async def test_stream_retries_stop_after_the_configured_count(workspace: Path, retries: int) -> None:
+async def test_request_retries_stop_after_the_configured_count(workspace: Path, retries: int) -> None:
     model = AlwaysFails()
     agent = Agent(
         model=model, tools=TOOLS, workspace=workspace, permissions=PermissionPolicy(workspace), system_prompt="",
-        options=AgentOptions(stream_retries=retries, retry_delay=0),
+        options=AgentOptions(request_retries=retries, retry_delay=0),
     )  # fmt: skip
     events = await collect(agent, "go")
     assert model.calls == retries + 1
-    notices = [e.text for e in events if isinstance(e, Notice)]
-    assert notices == [f"server error (HTTP 503); retrying ({n}/{retries})" for n in range(1, retries + 1)]
+    waits = [(e.retry, e.retries, e.message) for e in events if isinstance(e, Retrying)]
+    assert waits == [(n, retries, "server error (HTTP 503)") for n in range(1, retries + 1)]
     assert kinds(events)[-2:] == ["Error", "TurnEnd"]
+    error = next(e for e in events if isinstance(e, Error))
+    gave_up = f" (gave up after {retries} {'retry' if retries == 1 else 'retries'} in 0 s)" if retries else ""
+    assert error.message == "server error (HTTP 503)" + gave_up
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
 
 

@@ -232,12 +232,58 @@ async def test_server_rejecting_stream_options_is_asked_again_without_them(make_
 
 
 async def test_a_server_error_is_left_to_the_loop_to_retry_where_it_shows(make_model: MakeModel) -> None:
-    # Retried by the agent loop, which says so ("…; retrying (1/2)"), not silently by the SDK.
-    async with FakeOpenAIServer([{"http_error": 503, "message": "loading model"}]) as server:
+    # Retried by the agent loop, which says so ("… — retrying in 1 s (1 of 6)"), not silently by the SDK.
+    headers = {"retry-after": "7"}
+    item = {"http_error": 503, "message": "loading model", "headers": headers}
+    async with FakeOpenAIServer([item], retry_after_ms=None) as server:
         _, error = await failure(make_model(server.base_url))
-    assert error.message == "server error (HTTP 503): loading model"
-    assert error.retryable
+    assert error.message == "server busy (HTTP 503): loading model"
+    assert (error.retryable, error.reason, error.retry_after) == (True, "server busy (503)", 7.0)
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable", "reason"),
+    [
+        (408, True, "request timed out (408)"),
+        (409, True, "conflict (409)"),
+        (429, True, "rate limited (429)"),
+        (500, True, "server error (500)"),
+        (502, True, "bad gateway (502)"),
+        (503, True, "server busy (503)"),
+        (504, True, "gateway timeout (504)"),
+        (529, True, "server busy (529)"),
+        (400, False, "HTTP error (400)"),
+        (401, False, "HTTP error (401)"),
+        (403, False, "HTTP error (403)"),
+        (404, False, "HTTP error (404)"),
+        (501, False, "server error (501)"),
+    ],
+)
+async def test_which_statuses_are_worth_waiting_for(
+    make_model: MakeModel, status: int, retryable: bool, reason: str
+) -> None:
+    async with FakeOpenAIServer([{"http_error": status}], retry_after_ms=None) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert (error.retryable, error.reason, error.retry_after) == (retryable, reason, None)
+    assert len(server.requests) == 1  # the SDK never retries on its own
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "12"}, 12.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "2500"}, 2.5),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": "-3"}, None),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date gone by: at once
+    ],
+)
+async def test_retry_after_in_every_form(make_model: MakeModel, headers: dict[str, str], seconds: float) -> None:
+    async with FakeOpenAIServer([{"http_error": 429, "headers": headers}], retry_after_ms=None) as server:
+        _, error = await failure(make_model(server.base_url))
+    assert error.retry_after == seconds
 
 
 async def test_a_closed_kept_alive_connection_is_retried_at_once_and_silently(make_model: MakeModel) -> None:
@@ -367,7 +413,7 @@ async def test_a_refused_connection_is_retried_in_view(make_model: MakeModel) ->
     from pathlib import Path
 
     from todo_agent.core.engine.loop import Agent, AgentOptions
-    from todo_agent.core.events import Error, Notice
+    from todo_agent.core.events import Error, Retrying
     from todo_agent.core.permissions.policy import PermissionPolicy
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
@@ -377,9 +423,10 @@ async def test_a_refused_connection_is_retried_in_view(make_model: MakeModel) ->
     )  # fmt: skip
     async with aclosing(agent.run_turn("hi")) as events:
         seen = [event async for event in events]
-    notices = [e.text for e in seen if isinstance(e, Notice)]
-    assert notices == [f"cannot reach {url}: Connection refused; retrying ({n}/2)" for n in (1, 2)]
-    assert [e.message for e in seen if isinstance(e, Error)] == [f"cannot reach {url}: Connection refused"]
+    waits = [e.describe() for e in seen if isinstance(e, Retrying)]
+    assert waits == [f"cannot reach {url}: Connection refused — retrying now ({n} of 6)" for n in range(1, 7)]
+    gave_up = f"cannot reach {url}: Connection refused (gave up after 6 retries in 0 s)"
+    assert [e.message for e in seen if isinstance(e, Error)] == [gave_up]
 
 
 async def test_timeout(make_model: MakeModel) -> None:

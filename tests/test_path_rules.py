@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from gate import TOOL, gate
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.permissions.rules import Rule
 
 
@@ -40,8 +40,8 @@ from todo_agent.core.permissions.rules import Rule
     ],
 )
 def test_one_glob_syntax_for_rules(tmp_path: Path, rule: str, path: str, matches: bool) -> None:
-    p = PermissionPolicy.from_strings(tmp_path, "default", allow=[f"Edit({rule})"])
-    assert (p.decide("Edit", "edit", {"file_path": path}).verdict == "allow") is matches
+    p = gate(tmp_path, "default", allow=[f"Edit({rule})"])
+    assert (p.decide(TOOL["Edit"], {"file_path": path}).verdict == "allow") is matches
 
 
 def test_a_broken_pattern_is_a_settings_error() -> None:
@@ -61,22 +61,22 @@ def test_a_broken_pattern_is_a_settings_error() -> None:
     ],
 )
 def test_a_path_deny_covers_every_tool_of_its_kind(tmp_path: Path, deny: str, tool: str, path: str, kind: str) -> None:
-    p = PermissionPolicy.from_strings(tmp_path, "bypassPermissions", deny=[deny])
+    p = gate(tmp_path, "bypassPermissions", deny=[deny])
     key = "file_path" if tool in ("Read", "Edit", "Write") else "path"
-    assert p.decide(tool, kind, {key: path, "pattern": "*"}).verdict == "deny"
+    assert p.decide(TOOL[tool], {key: path, "pattern": "*"}).verdict == "deny"
 
 
 def test_a_read_deny_does_not_stop_writing_and_a_bare_rule_stays_its_own_tool(tmp_path: Path) -> None:
-    p = PermissionPolicy.from_strings(tmp_path, "bypassPermissions", deny=["Read(.env)", "Grep"])
-    assert p.decide("Write", "edit", {"file_path": ".env"}).verdict == "allow"
-    assert p.decide("Read", "read", {"file_path": "a.py"}).verdict == "allow"
-    assert p.decide("Grep", "read", {"pattern": "x"}).verdict == "deny"
+    p = gate(tmp_path, "bypassPermissions", deny=["Read(.env)", "Grep"])
+    assert p.decide(TOOL["Write"], {"file_path": ".env"}).verdict == "allow"
+    assert p.decide(TOOL["Read"], {"file_path": "a.py"}).verdict == "allow"
+    assert p.decide(TOOL["Grep"], {"pattern": "x"}).verdict == "deny"
 
 
 def test_allow_rules_cover_their_kind_too(tmp_path: Path) -> None:
-    p = PermissionPolicy.from_strings(tmp_path, "default", allow=["Edit(src/**)"])
-    assert p.decide("Write", "edit", {"file_path": "src/new.py"}).verdict == "allow"
-    assert p.decide("Write", "edit", {"file_path": "other/new.py"}).verdict == "ask"
+    p = gate(tmp_path, "default", allow=["Edit(src/**)"])
+    assert p.decide(TOOL["Write"], {"file_path": "src/new.py"}).verdict == "allow"
+    assert p.decide(TOOL["Write"], {"file_path": "other/new.py"}).verdict == "ask"
 
 
 # --- end to end: Grep and Glob do not print what a Read deny rule covers ----------------

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from gate import TOOL, gate
 from test_headless_e2e import todo_agent
 
 from todo_agent.core.permissions.policy import PermissionPolicy
@@ -88,39 +89,37 @@ GIT_PUSHES = [
 
 
 def policy(tmp_path: Path, mode: str, allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> PermissionPolicy:
-    return PermissionPolicy.from_strings(tmp_path, mode, allow, deny)  # type: ignore[arg-type]
+    return gate(tmp_path, mode, allow, deny)
 
 
 @pytest.mark.parametrize("command", RM_SPELLINGS + OPAQUE)
 def test_every_spelling_of_a_denied_command_is_denied_in_bypass_mode(tmp_path: Path, command: str) -> None:
     bypass = policy(tmp_path, "bypassPermissions", deny=("Bash(rm:*)",))
-    assert bypass.decide("Bash", "execute", {"command": command}).verdict == "deny"
+    assert bypass.decide(TOOL["Bash"], {"command": command}).verdict == "deny"
 
 
 @pytest.mark.parametrize("command", RM_SPELLINGS)
 def test_a_spelled_around_deny_is_denied_not_asked_in_default_mode(tmp_path: Path, command: str) -> None:
     p = policy(tmp_path, "default", allow=("Bash",), deny=("Bash(rm:*)",))
-    assert p.decide("Bash", "execute", {"command": command}).verdict == "deny"
+    assert p.decide(TOOL["Bash"], {"command": command}).verdict == "deny"
 
 
 @pytest.mark.parametrize("command", OPAQUE)
 def test_a_command_that_cannot_be_read_asks_when_deny_rules_exist(tmp_path: Path, command: str) -> None:
     p = policy(tmp_path, "acceptEdits", allow=("Bash",), deny=("Bash(rm:*)",))
-    decision = p.decide("Bash", "execute", {"command": command})
+    decision = p.decide(TOOL["Bash"], {"command": command})
     assert decision.verdict == "ask"
     assert "deny rule" in decision.reason
     # Without any Bash deny rule there is nothing to check it against.
-    assert policy(tmp_path, "default", allow=("Bash",)).decide("Bash", "execute", {"command": command}).verdict == (
-        "allow"
-    )
+    assert policy(tmp_path, "default", allow=("Bash",)).decide(TOOL["Bash"], {"command": command}).verdict == ("allow")
 
 
 @pytest.mark.parametrize("command", GIT_PUSHES)
 def test_the_readmes_git_pair_cannot_be_spelled_around(tmp_path: Path, command: str) -> None:
     p = policy(tmp_path, "default", allow=("Bash(git:*)",), deny=("Bash(git push:*)",))
-    assert p.decide("Bash", "execute", {"command": command}).verdict in ("deny", "ask")
-    assert p.decide("Bash", "execute", {"command": "git status"}).verdict == "allow"
-    assert p.decide("Bash", "execute", {"command": "git -c color.ui=never log"}).verdict == "allow"
+    assert p.decide(TOOL["Bash"], {"command": command}).verdict in ("deny", "ask")
+    assert p.decide(TOOL["Bash"], {"command": "git status"}).verdict == "allow"
+    assert p.decide(TOOL["Bash"], {"command": "git -c color.ui=never log"}).verdict == "allow"
 
 
 @pytest.mark.parametrize(
@@ -141,15 +140,15 @@ def test_the_readmes_git_pair_cannot_be_spelled_around(tmp_path: Path, command: 
 )
 def test_commands_that_run_no_denied_program_still_run(tmp_path: Path, command: str) -> None:
     bypass = policy(tmp_path, "bypassPermissions", deny=("Bash(rm:*)", "Bash(git push:*)"))
-    assert bypass.decide("Bash", "execute", {"command": command}).verdict == "allow"
+    assert bypass.decide(TOOL["Bash"], {"command": command}).verdict == "allow"
 
 
 def test_a_rule_on_a_wrapper_still_matches_it(tmp_path: Path) -> None:
     p = policy(tmp_path, "bypassPermissions", deny=("Bash(sudo:*)", "Bash(nice -n 5:*)"))
-    assert p.decide("Bash", "execute", {"command": "sudo ls"}).verdict == "deny"
-    assert p.decide("Bash", "execute", {"command": "timeout 5 sudo ls"}).verdict == "deny"
-    assert p.decide("Bash", "execute", {"command": "nice -n 5 ls"}).verdict == "deny"
-    assert p.decide("Bash", "execute", {"command": "nice -n 6 ls"}).verdict == "allow"
+    assert p.decide(TOOL["Bash"], {"command": "sudo ls"}).verdict == "deny"
+    assert p.decide(TOOL["Bash"], {"command": "timeout 5 sudo ls"}).verdict == "deny"
+    assert p.decide(TOOL["Bash"], {"command": "nice -n 5 ls"}).verdict == "deny"
+    assert p.decide(TOOL["Bash"], {"command": "nice -n 6 ls"}).verdict == "allow"
 
 
 def test_allow_rules_stay_strict(tmp_path: Path) -> None:
@@ -157,9 +156,9 @@ def test_allow_rules_stay_strict(tmp_path: Path) -> None:
     allowed command, and nothing opaque matches a prefix rule."""
     p = policy(tmp_path, "default", allow=("Bash(git status:*)", "Bash(pytest:*)"))
     for command in ("nice git status", "git -c core.fsmonitor=x status", "$G status", "{ git status; rm f; }"):
-        assert p.decide("Bash", "execute", {"command": command}).verdict == "ask", command
+        assert p.decide(TOOL["Bash"], {"command": command}).verdict == "ask", command
     for command in ("{ git status; }", "if git status; then pytest; fi", "git status -s | pytest -q"):
-        assert p.decide("Bash", "execute", {"command": command}).verdict == "allow", command
+        assert p.decide(TOOL["Bash"], {"command": command}).verdict == "allow", command
 
 
 # --- end to end: the real CLI in bypassPermissions with a deny rule ---------------------
@@ -223,11 +222,11 @@ def test_headless_bypass_with_a_deny_rule_deletes_nothing(tmp_path: Path, worksp
 )
 def test_dont_ask_again_offers_the_exact_command_for_code_runners(tmp_path: Path, command: str, forbidden: str) -> None:
     p = policy(tmp_path, "default")
-    rule = p.suggest_rule("Bash", {"command": command})
+    rule = p.suggest_rule(TOOL["Bash"], {"command": command})
     assert rule != forbidden
     assert rule.startswith("Bash(") and not rule.endswith(":*)"), rule
     p.add_session_rule(rule)
-    assert p.decide("Bash", "execute", {"command": command}).verdict == "allow"
+    assert p.decide(TOOL["Bash"], {"command": command}).verdict == "allow"
 
 
 @pytest.mark.parametrize(
@@ -244,4 +243,4 @@ def test_dont_ask_again_offers_the_exact_command_for_code_runners(tmp_path: Path
     ],
 )
 def test_dont_ask_again_still_offers_useful_prefixes(tmp_path: Path, command: str, rule: str) -> None:
-    assert policy(tmp_path, "default").suggest_rule("Bash", {"command": command}) == rule
+    assert policy(tmp_path, "default").suggest_rule(TOOL["Bash"], {"command": command}) == rule

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from gate import TOOL, gate
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.settings import user_settings_path
 
 PROTECTED = [
@@ -26,29 +26,29 @@ PROTECTED = [
 @pytest.mark.parametrize("mode", ["default", "acceptEdits"])
 @pytest.mark.parametrize("path", PROTECTED)
 def test_protected_paths_always_ask(tmp_path: Path, mode: str, path: str) -> None:
-    p = PermissionPolicy.from_strings(tmp_path, mode, allow=["Edit", "Write(**)", "Edit(.git/**)"])  # type: ignore[arg-type]
+    p = gate(tmp_path, mode, allow=["Edit", "Write(**)", "Edit(.git/**)"])
     for tool in ("Write", "Edit"):
-        decision = p.decide(tool, "edit", {"file_path": path})
+        decision = p.decide(TOOL[tool], {"file_path": path})
         assert decision.verdict == "ask", (tool, path)
-    assert p.decide("Read", "read", {"file_path": path}).verdict == "allow"
-    bypass = PermissionPolicy.from_strings(tmp_path, "bypassPermissions")
-    assert bypass.decide("Write", "edit", {"file_path": path}).verdict == "allow"
+    assert p.decide(TOOL["Read"], {"file_path": path}).verdict == "allow"
+    bypass = gate(tmp_path, "bypassPermissions")
+    assert bypass.decide(TOOL["Write"], {"file_path": path}).verdict == "allow"
 
 
 def test_a_symlink_into_git_is_git(tmp_path: Path) -> None:
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / "hooks").symlink_to(tmp_path / ".git" / "hooks")
-    p = PermissionPolicy.from_strings(tmp_path, "acceptEdits")
-    assert p.decide("Write", "edit", {"file_path": "hooks/pre-commit"}).verdict == "ask"
-    assert p.decide("Write", "edit", {"file_path": "gitignore-notes/.gitignore"}).verdict == "allow"
+    p = gate(tmp_path, "acceptEdits")
+    assert p.decide(TOOL["Write"], {"file_path": "hooks/pre-commit"}).verdict == "ask"
+    assert p.decide(TOOL["Write"], {"file_path": "gitignore-notes/.gitignore"}).verdict == "allow"
 
 
 def test_the_user_settings_file_asks_even_when_the_workspace_is_home(isolated_home: Path) -> None:
     settings = user_settings_path()
     relative = settings.relative_to(isolated_home).as_posix()
-    p = PermissionPolicy.from_strings(isolated_home, "acceptEdits", allow=["Write(**)"])
-    assert p.decide("Write", "edit", {"file_path": relative}).verdict == "ask"
-    assert p.decide("Edit", "edit", {"file_path": str(settings)}).verdict == "ask"
+    p = gate(isolated_home, "acceptEdits", allow=["Write(**)"])
+    assert p.decide(TOOL["Write"], {"file_path": relative}).verdict == "ask"
+    assert p.decide(TOOL["Edit"], {"file_path": str(settings)}).verdict == "ask"
 
 
 # --- end to end: acceptEdits headless, a hostile script --------------------------------

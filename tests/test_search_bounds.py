@@ -14,6 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from terminal_signals import as_from_a_terminal
 
 from todo_agent.core.tools import files, search
 from todo_agent.core.tools.context import ToolContext
@@ -67,11 +68,7 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"tool_calls": [{"name": "Grep", "arguments": {"pattern": CATASTROPHIC}}]}, "x"]))
     command = [str(Path(sys.executable).with_name("todo-agent")), "-p", "find", "--model", f"script:{script}"]
-    # Started as from a terminal. A suite run in the background (`pytest &` in a script)
-    # has SIGINT ignored, and a child inherits that: it would rightly ignore Ctrl-C, as a
-    # background job must. A handler of our own is reset to the default by exec.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with as_from_a_terminal():  # a suite run as a background job has SIGINT ignored
         proc = subprocess.Popen(
             [*command, "--output-format", "stream-json"],
             cwd=workspace,
@@ -80,8 +77,6 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
             text=True,
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints every thread's stack
         )
-    finally:
-        signal.signal(signal.SIGINT, previous)
     assert proc.stdout is not None
     for line in proc.stdout:
         if '"type": "ToolStarted"' in line:
@@ -159,7 +154,7 @@ def test_read_of_a_huge_single_line_file_uses_little_memory(tmp_path: Path) -> N
     _one_line_file(big, 64 << 20)
     tracemalloc.start()
     try:
-        lines, total = files._read_window(big, "big.txt", 1, 2000)
+        lines, total = files.read_window(big, "big.txt", 1, 2000)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -13,7 +13,7 @@ from pathlib import Path
 from fake_openai import run_in_thread
 from test_headless_e2e import todo_agent
 
-from todo_agent.core.session.directory import data_root
+from todo_agent.core.places import data_root
 from todo_agent.core.settings import load_config, user_settings_path
 
 
@@ -70,9 +70,12 @@ def test_transcripts_and_their_folders_are_private(workspace: Path, tmp_path: Pa
 
 def test_credentials_in_the_base_url_are_masked_in_every_message(workspace: Path) -> None:
     url = "http://alice:hunter2@127.0.0.1:9/v1?api-key=sekrit&x=1"
+    settings = user_settings_path()
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("request_retries = 1\n")  # one wait, said with the URL too (not six over a minute)
     result = todo_agent(workspace, None, "-p", "hi", "--base-url", url)
     assert result.returncode != 0
-    assert "127.0.0.1:9" in result.stderr
+    assert "127.0.0.1:9" in result.stderr and "retrying in" in result.stderr
     assert "hunter2" not in result.stderr and "sekrit" not in result.stderr
     assert "hunter2" not in result.stdout and "sekrit" not in result.stdout
     with run_in_thread([], models=["other"]) as server:

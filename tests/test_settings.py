@@ -3,11 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gate import TOOL
 
 from todo_agent.core.engine.instructions import build_system_context, describe_loaded, find_instruction_files
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.settings import load_config, user_settings_path
+from todo_agent.core.settings import SettingsError, load_config, user_settings_path
 
 
 def write(path: Path, text: str) -> None:
@@ -16,10 +17,14 @@ def write(path: Path, text: str) -> None:
 
 
 def test_precedence_flags_env_project_user(workspace: Path) -> None:
-    write(user_settings_path(), 'model = "user-model"\nreminder_interval = 3\n[ui]\ntask_panel = "bottom"\n')
+    write(
+        user_settings_path(),
+        'model = "user-model"\nreminder_interval = 3\n[ui]\ntask_panel = "bottom"\nnotify = "bell"\n',
+    )
     write(workspace / ".todo-agent/settings.toml", 'model = "project-model"\n[permissions]\nallow = ["Bash(ls)"]\n')
     config = load_config(workspace, env={})
     assert config.model == "project-model" and config.reminder_interval == 3 and config.task_panel == "bottom"
+    assert config.notify == "bell"
     assert config.allow == ["Bash(ls)"] and not config.has_model
     config = load_config(workspace, env={"TODO_AGENT_MODEL": "env-model", "OPENAI_API_KEY": "k"})
     assert config.model == "env-model" and config.has_model and config.api_key == "k"
@@ -33,53 +38,84 @@ def test_tasks_default_differs_between_tui_and_headless(workspace: Path) -> None
     assert load_config(workspace, env={}, headless=True, flags={"tasks": "v2"}).tasks_version == "v2"
 
 
-def test_broken_settings_are_reported_with_path_and_line_and_ignored(workspace: Path) -> None:
+def test_a_file_that_is_not_toml_stops_the_start_with_path_and_line(workspace: Path) -> None:
+    """Its deny rules cannot be read: running without them would deny less than written."""
     path = workspace / ".todo-agent/settings.toml"
     write(path, 'model = "ok"\nreminder_interval = \n')
+    with pytest.raises(SettingsError, match="line 2") as raised:
+        load_config(workspace, env={})
+    assert str(path) in str(raised.value)
+
+
+def test_wrong_types_and_unknown_keys_are_named_and_the_rest_applies(workspace: Path) -> None:
+    write(workspace / ".todo-agent/settings.toml", 'reminder_interval = "six"\ncolour = 1\nmodel = "kept"\n')
     config = load_config(workspace, env={})
-    assert config.model != "ok"
-    assert len(config.warnings) == 1 and str(path) in config.warnings[0] and "line 2" in config.warnings[0]
-
-
-def test_wrong_types_and_unknown_keys_are_named(workspace: Path) -> None:
-    write(workspace / ".todo-agent/settings.toml", 'reminder_interval = "six"\ncolour = 1\n')
-    warning = load_config(workspace, env={}).warnings[0]
-    assert "'reminder_interval' must be int" in warning and "unknown key 'colour'" in warning
-    write(workspace / ".todo-agent/settings.toml", '[permissions]\nallow = ["rm -rf"]\n')
-    assert "not a permission rule" in load_config(workspace, env={}).warnings[0]
+    assert config.model == "kept" and config.reminder_interval == 6
+    assert len(config.warnings) == 2
+    assert "'reminder_interval' must be int" in config.warnings[0] and "ignored" in config.warnings[0]
+    assert "unknown key 'colour'" in config.warnings[1]
 
 
 @pytest.mark.parametrize(
     ("toml", "problem"),
     [
+        ('[permissions]\nallow = ["rm -rf"]\n', "not a permission rule"),
+        ('[permissions]\ndeny = ["Read([z-a])"]\n', "invalid glob pattern"),
         ("[permissions]\ndeny = 5\n", "[permissions] deny must be a list of strings"),
         ('[permissions]\nallow = ["Bash(ls)", 3]\n', "[permissions] allow must be a list of strings"),
         ('[permissions]\nallow = [["Bash"]]\n', "[permissions] allow must be a list of strings"),
         ("[permissions]\nask = []\n", "[permissions] unknown key 'ask'"),
+        ('permissions = "none"\n', "'permissions' must be dict"),
+        ('[permission]\ndeny = ["Bash(rm:*)"]\n', "did you mean [permissions]?"),
+    ],
+)
+def test_a_permissions_problem_stops_the_start(workspace: Path, toml: str, problem: str) -> None:
+    path = workspace / ".todo-agent/settings.toml"
+    write(path, toml)
+    with pytest.raises(SettingsError) as raised:
+        load_config(workspace, env={})
+    assert str(raised.value).startswith(f"{path}: ") and problem in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
         ('hooks = "echo hi"\n', "'hooks' must be dict"),
         ('[hooks]\nPreToolUse = "echo hi"\n', "[hooks] PreToolUse must be a list of tables"),
-        ("[hooks]\nPreToolUse = [1]\n", "[hooks] PreToolUse must be a list of tables"),
+        ("[hooks]\nPreToolUse = [1]\n", "[[hooks.PreToolUse]] #1: must be a table"),
         ('[[hooks.OnBoot]]\ncommand = "x"\n', "[hooks] unknown event 'OnBoot'"),
-        ('[[hooks.Stop]]\nmatcher = "x"\n', "[[hooks.Stop]] command must be a non-empty string"),
-        ("[[hooks.Stop]]\ncommand = 5\n", "[[hooks.Stop]] command must be a non-empty string"),
-        ('[[hooks.Stop]]\ncommand = "x"\nmatcher = 1\n', "[[hooks.Stop]] matcher must be a string"),
-        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = "5"\n', "[[hooks.Stop]] timeout must be a number"),
-        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = 0\n', "[[hooks.Stop]] timeout must be a number"),
-        ('[[hooks.Stop]]\ncommand = "x"\nwhen = 1\n', "[[hooks.Stop]] unknown key 'when'"),
+        ('[[hooks.Stop]]\nmatcher = "x"\n', "[[hooks.Stop]] #1: command must be a non-empty string"),
+        ("[[hooks.Stop]]\ncommand = 5\n", "[[hooks.Stop]] #1: command must be a non-empty string"),
+        ('[[hooks.Stop]]\ncommand = "x"\nmatcher = 1\n', "[[hooks.Stop]] #1: matcher must be a string"),
+        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = "5"\n', "[[hooks.Stop]] #1: timeout must be a number"),
+        ('[[hooks.Stop]]\ncommand = "x"\ntimeout = 0\n', "[[hooks.Stop]] #1: timeout must be a number"),
+        ('[[hooks.Stop]]\ncommand = "x"\nwhen = 1\n', "[[hooks.Stop]] #1: unknown key 'when'"),
         ('[[hooks.PreToolUse]]\ncommand = "x"\nmatcher = "Bash("\n', "matcher is not a valid regular expression"),
         ('ui = "right"\n', "'ui' must be dict"),
         ("[ui]\ntask_panel = 3\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
         ("[ui]\ntask_panel = []\n", '[ui] task_panel must be "right", "bottom" or "hidden"'),
         ("[ui]\ntheme = 1\n", "[ui] unknown key 'theme'"),
+        ('[ui]\nnotify = "loud"\n', '[ui] notify must be "auto", "bell" or "off"'),
     ],
 )
-def test_nested_values_of_the_wrong_type_are_reported_not_raised(workspace: Path, toml: str, problem: str) -> None:
+def test_one_bad_entry_is_refused_alone(workspace: Path, toml: str, problem: str) -> None:
+    """The deny rules and the good hooks beside it still apply."""
     path = workspace / ".todo-agent/settings.toml"
-    write(path, 'model = "from-broken-file"\n' + toml)
+    good_hook = "" if toml.startswith("hooks =") else '[[hooks.PreCompact]]\ncommand = "good"\n'
+    write(path, f'model = "from-this-file"\n{toml}[permissions]\ndeny = ["Bash(rm:*)"]\n{good_hook}')
     config = load_config(workspace, env={})
-    assert config.model != "from-broken-file"  # the file is ignored as a whole
-    assert len(config.warnings) == 1 and config.warnings[0].startswith(f"settings ignored: {path}: ")
-    assert problem in config.warnings[0]
+    assert config.model == "from-this-file" and config.deny == ["Bash(rm:*)"]
+    assert config.hooks == ([HookSpec("PreCompact", "good", source="project")] if good_hook else [])
+    assert len(config.warnings) == 1 and config.warnings[0].startswith(f"{path}: ")
+    assert problem in config.warnings[0] and "ignored" in config.warnings[0]
+
+
+@pytest.mark.parametrize("matcher", ["*", "", " * "])
+def test_a_star_or_empty_matcher_is_every_tool(workspace: Path, matcher: str) -> None:
+    write(workspace / ".todo-agent/settings.toml", f'[[hooks.PreToolUse]]\nmatcher = "{matcher}"\ncommand = "x"\n')
+    config = load_config(workspace, env={})
+    assert config.warnings == []
+    assert all(spec.matches(tool) for spec in config.hooks for tool in ("Bash", "mcp__server__tool"))
 
 
 def test_well_formed_hooks_and_ui_load(workspace: Path) -> None:
@@ -157,7 +193,7 @@ def test_project_allow_rules_are_announced_at_start_up(workspace: Path) -> None:
         assert [(n.text, n.level) for n in notices] == [
             ("project settings allow: Bash(pytest:*), Edit(src/**)", "warning")
         ]
-        assert runtime.permissions.decide("Bash", "execute", {"command": "pytest -q"}).verdict == "allow"
+        assert runtime.permissions.decide(TOOL["Bash"], {"command": "pytest -q"}).verdict == "allow"
     finally:
         runtime.session.close()
     write(workspace / ".todo-agent/settings.toml", "")
@@ -198,3 +234,23 @@ def test_a_project_file_cannot_redirect_the_api_key(workspace: Path) -> None:
     assert sum("ignored" in w for w in config.warnings) == 2
     write(user_settings_path(), 'base_url = "http://localhost:8080/v1"\n')
     assert load_config(workspace, env={}).base_url == "http://localhost:8080/v1"  # the user's own file may
+
+
+def test_request_retries_and_their_wait_are_settings_with_bounds(workspace: Path) -> None:
+    write(user_settings_path(), "request_retries = 3\nrequest_retry_wait = 20\n")
+    config = load_config(workspace, env={})
+    assert (config.request_retries, config.request_retry_wait, config.warnings) == (3, 20.0, [])
+    runtime = Runtime.create(config.__class__(workspace=workspace, model="script:x", request_retries=2))
+    assert runtime.agent.options.request_retries == 2
+    runtime.close()
+    for toml, problem in (
+        ("request_retries = -1\n", "'request_retries' must be between 0 (no retries) and 20"),
+        ("request_retries = 100\n", "'request_retries' must be between 0 (no retries) and 20"),
+        ('request_retries = "6"\n', "'request_retries' must be int"),
+        ("request_retry_wait = 1e9\n", "'request_retry_wait' must be 0 to 3600 seconds"),
+        ("request_retry_wait = nan\n", "'request_retry_wait' must be 0 to 3600 seconds"),
+    ):
+        write(user_settings_path(), toml)
+        config = load_config(workspace, env={})
+        assert (config.request_retries, config.request_retry_wait) == (6, 60.0)  # the file is ignored
+        assert problem in config.warnings[0], config.warnings

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminal_signals import as_from_a_terminal, terminal_defaults
 
 from todo_agent.tui.terminal_driver import _TerminalOutput
 
@@ -83,9 +84,10 @@ def _kill_leftover(workspace: Path) -> None:
 
 
 def test_sigterm_in_headless_mode_stops_the_running_command(workspace: Path, tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        _command(_script(tmp_path), "-p", "go"), cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    with as_from_a_terminal():
+        process = subprocess.Popen(
+            _command(_script(tmp_path), "-p", "go"), cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
     try:
         pid = _sleeper(workspace, process)
         process.send_signal(signal.SIGTERM)
@@ -110,6 +112,7 @@ class _OnTerminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: exec at once, whatever happens
             try:
+                terminal_defaults()  # a suite run under `nohup` must not pass SIGHUP on ignored
                 fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
                 os.chdir(cwd)
                 os.execve(command[0], command, env)

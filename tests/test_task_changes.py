@@ -138,6 +138,26 @@ async def test_bash_changes_in_a_git_repository(project: Path) -> None:
     assert "-one\n-two\n" in runtime.changes.diff("1")  # b.py's old content came from git's index
 
 
+@pytest.mark.parametrize("git", [False, True])
+async def test_a_rewrite_of_the_same_size_in_the_same_clock_tick_is_seen(project: Path, git: bool) -> None:
+    """The command puts back the old size and modification time (as a rewrite within one
+    tick of a coarse file-system clock leaves them): only the content tells."""
+    if git:
+        await asyncio.to_thread(commit_all, project)
+        (project / "a.py").write_text("alpha\nbetA\ngamma\n")  # modified, so read ahead
+    before = (project / "a.py").read_text()
+    command = 't=$(stat -c %y a.py) && sed -i s/alpha/ALPHA/ a.py && touch -m -d "$t" a.py'
+    runtime = make_runtime(
+        project, steps([tc("TaskCreate", subject="Quiet edit")], start(1), [tc("Bash", command=command)])
+    )
+    await run(runtime)
+    after = (project / "a.py").read_text()
+    assert len(after) == len(before) and after != before
+    files = {f.path: (f.kind, f.added, f.removed) for f in runtime.changes.files_of("1")}
+    assert files == {"a.py": ("modified", 1, 1)}
+    assert "-alpha\n+ALPHA\n" in runtime.changes.diff("1")
+
+
 @pytest.mark.script_may_end_early("interrupted during its Bash call")
 async def test_what_an_interrupted_command_changed_is_still_the_tasks(project: Path) -> None:
     """esc during a long command: what it changed before it was stopped is recorded (and

@@ -347,3 +347,24 @@ def test_descriptions_say_when_and_how_to_use_the_list() -> None:
     assert SYSTEM_PROMPT_LINE == SYSTEM_PROMPT_LINE_V2
     assert "TaskCreate" in SYSTEM_PROMPT_LINE
     assert "TodoWrite" in SYSTEM_PROMPT_LINE_V1
+
+
+def test_the_tool_descriptions_state_the_limits() -> None:
+    from todo_agent.core.tasks.rules import MAX_DESCRIPTION, MAX_LABEL, MAX_TASKS
+
+    for tool in (TASK_CREATE, TASK_UPDATE, TODO_WRITE):
+        assert f"at most {MAX_LABEL} characters" in tool.description, tool.name
+    for tool in (TASK_CREATE, TASK_UPDATE):
+        assert f"at most {MAX_DESCRIPTION:,}" in tool.description, tool.name
+    assert f"at most {MAX_TASKS} tasks" in TASK_CREATE.description
+    assert f"at most {MAX_TASKS} items" in TODO_WRITE.description
+
+
+async def test_a_subject_over_the_limit_is_one_clear_tool_error(store: TaskStore) -> None:
+    call = Harness(store)
+    error = await call.error(TASK_CREATE, {"subject": "x" * 1_048_576})
+    assert (
+        error
+        == "subject is 1,048,576 characters; the limit is 200 (keep it a short title and put detail in description)"
+    )
+    assert store.snapshot() == () and call.last_events == []

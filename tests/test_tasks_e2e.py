@@ -28,6 +28,13 @@ def tasks_file(workspace: Path) -> list[dict[str, Any]]:
     return list(data["tasks"])
 
 
+def _transcript(workspace: Path) -> list[dict[str, Any]]:
+    """Every message the session file holds, compacted ones included."""
+    path = list_sessions(workspace)[0].path
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [r["message"] for r in records if r.get("type") == "message"]
+
+
 def step(*calls: dict[str, Any]) -> dict[str, Any]:
     return {"tool_calls": list(calls)}
 
@@ -155,3 +162,71 @@ def test_hostile_task_input_gets_clear_tool_errors(workspace: Path) -> None:
     assert replies[3].startswith("Error: unknown tool 'TaskDestroy'")
     assert replies[4] == "Task #2 created: double encoded"
     assert result.stdout.strip() == "Handled."
+
+
+# --- a plan the window can hold ------------------------------------------------------------
+
+
+def test_a_one_megabyte_subject_is_refused_and_the_session_resumes(workspace: Path, tmp_path: Path) -> None:
+    """A model that creates a 1 MB task was obeyed: the subject went into every result and
+    reminder, and the next request overflowed (the scripted run ended compacting in vain)."""
+    huge = "x" * 1_048_576
+    calls = [
+        tc("TaskCreate", subject=huge),
+        tc("TaskCreate", subject="Fix the parser", description="d" * 4_001),
+        tc("TaskCreate", subject="Fix the parser", activeForm="a" * 201),
+        tc("TaskCreate", subject="Fix the parser", description="What breaks, and the test that shows it."),
+        tc("TaskUpdate", taskId="1", subject="y" * 201),
+        tc("TaskList"),
+    ]
+    # The model's own 1 MB call stays in the history, so the next request is compacted
+    # first (the script's second step is that summary); the plan itself echoes none of it.
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": calls}, "## Goal\nPlan the parser fix.", "done"]))
+    result = todo_agent(workspace, None, "-p", "plan", "--model", f"script:{script}", "--tasks", "v2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert result.stdout.strip() == "done"
+    replies = [m["content"] for m in _transcript(workspace) if m["role"] == "tool"]
+    title = "(keep it a short title and put detail in description)"
+    assert replies == [
+        f"Error: subject is 1,048,576 characters; the limit is 200 {title}",
+        "Error: description is 4,001 characters; the limit is 4,000 "
+        "(put long material in a file and name the file here)",
+        "Error: activeForm is 201 characters; the limit is 200 (shorten it)",
+        "Task #1 created: Fix the parser",
+        f"Error: subject is 201 characters; the limit is 200 {title}",
+        "#1 [pending] Fix the parser\n(0/1 completed)",
+    ]
+    assert [t["subject"] for t in tasks_file(workspace)] == ["Fix the parser"]
+    script.write_text(json.dumps(["resumed"]))
+    again = todo_agent(workspace, None, "-p", "go on", "--continue", "--model", f"script:{script}")
+    assert again.returncode == 0 and again.stdout.strip() == "resumed", again.stderr[-2000:]
+
+
+def test_a_session_file_holding_an_oversized_task_loads_cut_with_a_notice(workspace: Path, tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [tc("TaskCreate", subject="Fix the parser")]}, "planned"]))
+    first = todo_agent(workspace, None, "-p", "plan", "--model", f"script:{script}", "--tasks", "v2")
+    assert first.returncode == 0, first.stderr
+    session = list_sessions(workspace)[0]
+    path = session.path.with_name(f"{session.id}.tasks.json")
+    data = json.loads(path.read_text())
+    data["tasks"][0] |= {"subject": "s" * 1_048_576, "description": "d" * 10_000}  # as an older version saved it
+    path.write_text(json.dumps(data))
+    answers = [
+        {"tool_calls": [tc("TaskList"), tc("TaskUpdate", taskId="1", owner="me")]},
+        {"text": "carrying on"},
+    ]
+    with run_in_thread(answers) as server:
+        resumed = todo_agent(workspace, server.base_url, "-p", "go on", "--continue", "--tasks", "v2")
+        requests = list(server.requests)
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "carrying on", resumed.stderr[-2000:]
+    assert (
+        "todo-agent: The task list held text longer than its limits, cut to them: #1 subject (1,048,576 characters), "
+        "#1 description (10,000 characters). The full text stays in the transcript."
+    ) in resumed.stderr
+    listing = tool_replies(requests[-1])[-2]  # TaskList, then TaskUpdate
+    assert listing == "#1 [pending] " + "s" * 199 + "…\n(0/1 completed)"
+    assert all(len(json.dumps(r)) < 50_000 for r in requests)  # no request carries the megabyte
+    assert [len(t["subject"]) for t in tasks_file(workspace)] == [200]  # saved cut at the next change

@@ -646,3 +646,58 @@ async def test_an_edit_made_while_delivery_is_written_stays_pending(tmp_path: Pa
     assert store.take_user_changes() == ('added #2 "second"',)
     await on_disk.drain()
     await store.drain()
+
+
+# --- bounds: a plan the window can hold --------------------------------------------------
+
+
+async def test_every_text_field_and_the_list_length_are_bounded_for_model_and_person() -> None:
+    from todo_agent.core.tasks.rules import MAX_DESCRIPTION, MAX_LABEL, MAX_TASKS
+
+    store = TaskStore(None)
+    task = await store.create("s" * MAX_LABEL, "d" * MAX_DESCRIPTION, "a" * MAX_LABEL)  # at the limit: fine
+    refusals = {
+        "subject": store.create("s" * (MAX_LABEL + 1)),
+        "description": store.create("ok", "d" * (MAX_DESCRIPTION + 1)),
+        "activeForm": store.create("ok", "", "a" * (MAX_LABEL + 1)),
+        "owner": store.update(task.id, owner="o" * (MAX_LABEL + 1)),
+        "the person's subject": store.user_add("s" * (MAX_LABEL + 1)),
+        "the person's rename": store.user_rename(task.id, "s" * (MAX_LABEL + 1)),
+        "content": store.replace_all([TodoItem("c" * (MAX_LABEL + 1), "pending")]),
+        "TodoWrite's activeForm": store.replace_all([TodoItem("ok", "pending", "a" * (MAX_LABEL + 1))]),
+        "TodoWrite's length": store.replace_all([TodoItem(f"t{n}", "pending") for n in range(MAX_TASKS + 1)]),
+    }
+    for what, attempt in refusals.items():
+        with pytest.raises(StoreError) as caught:
+            await attempt
+        assert "limit" in str(caught.value) or "at most" in str(caught.value), what
+    assert store.snapshot() == (task,)  # nothing changed
+    with pytest.raises(StoreError, match=r"^todos\[0\]: content is 201 characters; the limit is 200"):
+        await store.replace_all([TodoItem("c" * 201, "pending")])
+    await store.replace_all([TodoItem(f"t{n}", "pending") for n in range(MAX_TASKS)])
+    with pytest.raises(StoreError, match="already holds 200 tasks, the most it may"):
+        await store.create("one more")
+    with pytest.raises(StoreError, match="already holds 200 tasks"):
+        await store.user_add("one more")
+
+
+def test_a_saved_list_past_the_bounds_loads_cut_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "s.tasks.json"
+    big = Task("1", "s" * 5000, description="d" * 9000, activeForm="a" * 300, owner="o" * 300)
+    many = [Task(str(n), f"task {n}") for n in range(2, 252)]
+    path.write_bytes(encode([big, *many], 252))
+    store = TaskStore.load(path)
+    first = store.snapshot()[0]
+    assert (len(first.subject), len(first.description), len(first.activeForm), len(first.owner)) == (
+        200,
+        4000,
+        200,
+        200,
+    )
+    assert first.subject.endswith("…") and len(store.snapshot()) == 251  # nothing dropped
+    assert store.warning is not None
+    assert store.warning.startswith(
+        "The task list held text longer than its limits, cut to them: #1 subject (5,000 characters), "
+        "#1 activeForm (300 characters), #1 owner (300 characters), #1 description (9,000 characters)."
+    )
+    assert "holds 251 tasks, more than the 200 a list may have: nothing is dropped" in store.warning

@@ -14,13 +14,21 @@ from typing import Any
 
 import pytest
 
+from todo_agent.core.agents.definitions import built_in
+from todo_agent.core.agents.tool import agent_tool
 from todo_agent.core.runtime import build_tools
+from todo_agent.core.tools.base import Tool
 
 SNAPSHOT = Path(__file__).with_name("tool_schemas.json")
 
 
+def tools(version: str) -> list[Tool]:
+    """What a runtime sends: the tools, then `Agent` with the built-in agent types."""
+    return [*build_tools(version), agent_tool(lambda: None, built_in(), parallel=3, max_turns=30)]
+
+
 def current() -> dict[str, Any]:
-    return {version: [tool.schema() for tool in build_tools(version)] for version in ("v2", "v1")}
+    return {version: [tool.schema() for tool in tools(version)] for version in ("v2", "v1")}
 
 
 def test_the_schemas_sent_to_the_model_are_the_recorded_ones(request: pytest.FixtureRequest) -> None:
@@ -47,7 +55,7 @@ async def test_each_required_key_of_each_schema_is_required_by_its_check(tmp_pat
     from todo_agent.core.tools.context import ToolContext
     from todo_agent.core.tools.results import ToolError
 
-    for tool in {t.name: t for version in ("v2", "v1") for t in build_tools(version)}.values():
+    for tool in {t.name: t for version in ("v2", "v1") for t in tools(version)}.values():
         for key in tool.parameters["required"]:
             full = {k: "x" for k in tool.parameters["required"]}
             del full[key]

@@ -427,3 +427,41 @@ async def test_a_hard_linked_file_stays_linked(ctx: ToolContext, workspace: Path
     await EDIT.run({"file_path": "a.txt", "old_string": "new", "new_string": "newer"}, ctx)
     assert (workspace / "b.txt").read_text() == "newer\n"
     assert (workspace / "a.txt").stat().st_nlink == 2
+
+
+# --- the stale-file check and the person's PostToolUse formatter ------------------------
+
+
+async def test_a_post_tool_use_formatter_does_not_make_the_next_edit_stale(workspace: Path) -> None:
+    """The person's formatter rewrites the file right after the Edit: that is part of the
+    edit, so the model's next Edit of it goes through instead of being refused as stale."""
+    from contextlib import aclosing
+
+    from todo_agent.core.hooks.spec import HookSpec
+    from todo_agent.core.model.scripted import ScriptedModel
+    from todo_agent.core.runtime import Runtime
+    from todo_agent.core.settings import Config
+
+    (workspace / "app.py").write_text("x = 1\ny = 2\n")
+    steps = [
+        {"tool_calls": [{"name": "Read", "arguments": {"file_path": "app.py"}}]},
+        {
+            "tool_calls": [
+                {"name": "Edit", "arguments": {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 10"}}
+            ]
+        },
+        {
+            "tool_calls": [
+                {"name": "Edit", "arguments": {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 20"}}
+            ]
+        },
+        "done",
+    ]
+    formatter = HookSpec("PostToolUse", "printf '# formatted\\n' >> app.py", matcher="Edit")
+    config = Config(workspace=workspace, model="script:x", permission_mode="acceptEdits", hooks=[formatter])
+    runtime = Runtime.create(config, model=ScriptedModel.from_data(steps))
+    async with aclosing(runtime.run_turn("edit twice")) as turn:
+        [_ async for _ in turn]
+    results = [str(m["content"]) for m in runtime.history if m["role"] == "tool"]
+    assert not any("changed since you last read it" in r for r in results), results
+    assert (workspace / "app.py").read_text().startswith("x = 10\ny = 20\n")

@@ -39,7 +39,7 @@ from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.screens.welcome import WelcomeScreen
 from todo_agent.tui.screens.work_area import WorkArea
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
-from todo_agent.tui.widgets.prompt import PromptInput, SlashSuggestions
+from todo_agent.tui.widgets.prompt import PromptInput, Suggestions
 from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel
 
 
@@ -917,7 +917,7 @@ async def test_history_walks_past_slash_commands(workspace: Path) -> None:
         for _ in range(3):
             await pilot.press("up")
             seen.append(prompt.text)
-            assert not screen.query_one(SlashSuggestions).display
+            assert not screen.query_one(Suggestions).display
         assert seen == ["/help", "/todos", "first prompt"]
         await pilot.press("down")
         assert prompt.text == "/todos"

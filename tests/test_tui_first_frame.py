@@ -19,7 +19,10 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Static
 from tui_helpers import SIZE, main_screen, make_config, screen_text, turn_done, wait_until
@@ -34,18 +37,29 @@ from todo_agent.tui.screens.starting import StartScreen
 from todo_agent.tui.widgets.prompt import PromptInput
 
 
-async def test_the_first_frame_takes_keys_before_the_runtime_and_sends_them_after(workspace: Path) -> None:
+@contextmanager
+def held_start(workspace: Path, steps: list[Any]) -> Iterator[tuple[TodoAgentApp, threading.Event]]:
+    """The app as `todo-agent` starts it, whose runtime (on a scripted model) is built only
+    once the event is set: the core still importing, on a slow machine."""
     release = threading.Event()
     built: list[Runtime] = []
 
     def create(config: Config, broker: ApprovalBroker) -> Runtime:
-        release.wait(60)  # the core still importing, on a slow machine
-        runtime = Runtime.create(config, approver=broker.approve, model=ScriptedModel.from_data(["hello back"]))
+        release.wait(60)
+        runtime = Runtime.create(config, approver=broker.approve, model=ScriptedModel.from_data(steps))
         built.append(runtime)
         return runtime
 
-    app = TodoAgentApp.starting(make_config(workspace), create=create, animations=False)
     try:
+        yield TodoAgentApp.starting(make_config(workspace), create=create, animations=False), release
+    finally:
+        release.set()
+        for runtime in built:
+            runtime.close()
+
+
+async def test_the_first_frame_takes_keys_before_the_runtime_and_sends_them_after(workspace: Path) -> None:
+    with held_start(workspace, ["hello back"]) as (app, release):
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, StartScreen))
             start = app.screen
@@ -61,10 +75,31 @@ async def test_the_first_frame_takes_keys_before_the_runtime_and_sends_them_afte
             await wait_until(pilot, lambda: "hello back" in screen_text(app))
             assert screen.query_one(PromptInput).text == "more"  # the draft, not sent
             assert [m["content"] for m in screen.runtime.history if m["role"] == "user"] == ["hello"]
-    finally:
-        release.set()
-        for runtime in built:
-            runtime.close()
+
+
+async def test_the_first_frame_shows_the_keys_that_work_and_shift_tab_is_one(workspace: Path) -> None:
+    with held_start(workspace, []) as (app, release):
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, StartScreen))
+            start = app.screen
+            mode = start.query_one("#status-mode", Static)
+            await wait_until(pilot, lambda: str(mode.render()) == "default (shift+tab)")
+            await wait_until(pilot, lambda: "Quit" in screen_text(app).splitlines()[-1])  # the footer, once drawn
+            footer = screen_text(app).splitlines()[-1]
+            assert "shift+tab Mode" in footer and "^q Quit" in footer
+            assert "Interrupt" not in footer and "Tasks" not in footer  # keys of the main screen, not here
+            await pilot.press("shift+tab", "shift+tab")  # from the prompt, as on the main screen
+            await wait_until(pilot, lambda: str(mode.render()) == "plan (shift+tab)")
+            assert app.runtime is None
+            release.set()
+            await wait_until(pilot, lambda: app.runtime is not None and main_screen(app).is_current)
+            screen = main_screen(app)
+            assert screen.runtime.mode == "plan"  # the mode chosen while starting
+            await wait_until(
+                pilot, lambda: str(screen.status.query_one("#status-mode", Static).render()).startswith("plan")
+            )
+            await pilot.press("shift+tab")
+            await wait_until(pilot, lambda: screen.runtime.mode == "default")  # the same cycle goes on
 
 
 async def test_an_error_building_the_runtime_ends_the_app_and_is_kept(workspace: Path) -> None:

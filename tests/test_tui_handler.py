@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from todo_agent.core.events import (
@@ -13,6 +13,7 @@ from todo_agent.core.events import (
     Event,
     Notice,
     ResponseDiscarded,
+    Retrying,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -54,6 +55,9 @@ class RecordingUI:
 
     def set_activity(self, text: str) -> None:
         self.calls.append(("activity", text))
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        self.calls.append(("count_down", (say(seconds), say(seconds - 5.5), say(0), seconds)))
 
     def turn_ended(self, reason: str) -> None:
         self.calls.append(("ended", reason))
@@ -110,12 +114,25 @@ async def test_a_call_cancelled_before_it_started_keeps_its_arguments() -> None:
     ]
 
 
-async def test_discarded_response_drops_the_live_text_and_says_why() -> None:
-    calls = await run(TextDelta("partial"), ResponseDiscarded("connection reset", 1))
+async def test_discarded_response_drops_the_live_text_and_the_retry_says_why_counting_down() -> None:
+    message = "the model's response was cut off (connection lost: reset)"
+    calls = await run(
+        TextDelta("partial"), ResponseDiscarded(message, 1), Retrying("connection lost", message, 8.0, 3, 6)
+    )
     assert calls[1] == ("discard", None)
     kind, entry = calls[2]
-    assert kind == "entry" and isinstance(entry, NoticeEntry)
-    assert entry.level == "warning" and "connection reset" in entry.text and "attempt 1" in entry.text
+    assert kind == "entry" and isinstance(entry, NoticeEntry) and entry.level == "warning"
+    assert entry.text == f"{message} — retrying in 8 s (3 of 6)"
+    assert calls[3] == (
+        "count_down",
+        (
+            "connection lost — retrying in 8 s (3 of 6)",
+            "connection lost — retrying in 3 s (3 of 6)",
+            "connection lost — retrying now (3 of 6)",
+            8.0,
+        ),
+    )
+    assert len(calls) == 4
 
 
 async def test_tasks_notices_and_errors() -> None:

@@ -173,3 +173,27 @@ async def test_a_resumed_compacted_session_shows_the_marker_and_the_same_list(wo
         assert str(screen.runtime.history[0]["content"]).startswith(
             "<system-reminder>\nThis conversation was compacted"
         )
+
+
+async def test_a_busy_server_is_waited_out_counting_down_and_esc_stops_the_wait(workspace: Path) -> None:
+    busy = {"http_error": 503, "message": "Loading model", "headers": {"retry-after": "30"}}
+    async with FakeOpenAIServer([busy], retry_after_ms=None) as server:
+        config = Config(workspace=workspace, model="fake-model", base_url=server.base_url, api_key="sk-test")
+        app = TodoAgentApp.for_config(config, animations=False)  # the countdown moves all the same
+        async with app.run_test(size=SIZE) as pilot:
+            status = main_screen(app).status
+            now = [1000.0]
+            status.clock = lambda: now[0]  # type: ignore[method-assign]
+            await send(pilot, "hi")
+            waiting = "server busy (503) — retrying in 30 s (1 of 6)"
+            await wait_until(pilot, lambda: status_text(app, "activity").startswith(waiting))
+            assert "server busy (HTTP 503): Loading model — retrying in 30 s (1 of 6)" in notices(app)
+            now[0] += 12.2
+            later = "server busy (503) — retrying in 18 s (1 of 6)"
+            await wait_until(pilot, lambda: status_text(app, "activity").startswith(later))  # the next tick
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not main_screen(app).busy, limit=10)  # at once, not in 18 s
+            await pilot.pause()
+            assert status_text(app, "activity").startswith("ready")
+            assert "interrupted: the rest of this turn was cancelled" in notices(app)
+    assert len(server.requests) == 1

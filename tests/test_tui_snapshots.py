@@ -19,6 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
+from todo_agent.core.agents import child
 from todo_agent.core.engine import batch
 from todo_agent.core.events import Notice
 from todo_agent.core.model.scripted import ScriptedModel
@@ -33,6 +34,7 @@ from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import PlainEntry
+from todo_agent.tui.widgets.prompt import Suggestions
 from todo_agent.tui.widgets.status import StatusLine
 from todo_agent.tui.widgets.task_panel import TaskPanel
 
@@ -67,6 +69,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TaskPanel, "clock", staticmethod(lambda: FROZEN_NOW))
     # Tool run times: a check that takes a second on a loaded machine would add "· 1.0s".
     monkeypatch.setattr(batch, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW))
+    monkeypatch.setattr(child, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW, time=lambda: FROZEN_NOW))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
 
@@ -85,8 +88,8 @@ def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config:
     """The demo project on the demo script. `idle`: the picture is taken before any prompt,
     so the model has no steps (every script is played to its end, `tests/conftest.py`)."""
     project, script = demo
-    steps = [] if idle else script["steps"]
-    model = ScriptedModel.from_data({"steps": steps}, label="script:demo_script.json")
+    steps, agents = ([], []) if idle else (script["steps"], script["agents"])
+    model = ScriptedModel.from_data({"steps": steps, "agents": agents}, label="script:demo_script.json")
     app = make_app(project, model, **config)
     assert app.runtime is not None
     app.runtime.store.clock = lambda: FROZEN_NOW
@@ -96,8 +99,13 @@ def demo_app(demo: tuple[Path, dict[str, Any]], *, idle: bool = False, **config:
 async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     app = pilot.app
     await send(pilot, prompt)
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
-    await pilot.press("1")  # the Edit
+    for tool in ("Write", "Edit"):  # the README sub-agent's Write, then the main agent's Edit
+
+        def asks(tool: str = tool) -> bool:
+            return isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == tool
+
+        await wait_until(pilot, asks)
+        await pilot.press("1")
     await wait_until(
         pilot,
         lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == "Bash",
@@ -231,6 +239,34 @@ def test_help_and_slash_suggestions(snap_compare: SnapCompare, demo: tuple[Path,
     async def run_before(pilot: Pilot[Any]) -> None:
         await send(pilot, "/help")
         await pilot.press("/", "m")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_at_completion(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    """`@po`: the demo project's files that match, the matched letters in bold."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        main_screen(pilot.app).runtime.file_index.build_now()  # type: ignore[arg-type]
+        main_screen(pilot.app).query_one("#prompt").focus()  # type: ignore[arg-type]
+        await pilot.press(*"explain @po")
+        suggestions = main_screen(pilot.app).query_one(Suggestions)  # type: ignore[arg-type]
+        await wait_until(pilot, lambda: suggestions.word is not None and suggestions.word.query == "po")
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_custom_command_in_help(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:
+    project, _ = demo
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review a file for bugs\nargument-hint: [file]\n---\nx\n")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "/help")
+        await pilot.press("/", "r")
         await pilot.pause()
 
     assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_task_changes import A, B, contents, tc, three_tasks
 from textual.pilot import Pilot
-from textual.widgets import SelectionList, Static
+from textual.widgets import Input, SelectionList, Static
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
 from todo_agent.core.tasks.reminders import USER_EDITED
@@ -196,3 +196,24 @@ async def test_after_continue_the_history_and_the_changes_are_still_there(projec
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(again.screen, ChangesScreen))
         assert "+TWO" in again.screen.diff  # type: ignore[attr-defined]
+
+
+async def test_a_subject_over_the_limit_in_the_panel_is_refused_and_kept_to_shorten(project: Path) -> None:
+    app = make_app(project, [])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        screen.focus_tasks()
+        await pilot.pause()
+        await pilot.press("a")
+        add = screen.panel.query_one("#task-add", Input)
+        long = "Refactor " + "x" * 200
+        add.value = long
+        await pilot.press("enter")
+        await pilot.pause()
+        assert add.display and add.has_focus and add.value == long  # still there, to shorten
+        assert screen.runtime.store.snapshot() == ()
+        assert any("at most 200 characters; this one is 209" in str(n.message) for n in app._notifications)
+        add.value = long[:200]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(screen.runtime.store.snapshot()) == 1)
+        assert not add.display

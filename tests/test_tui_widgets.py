@@ -14,7 +14,7 @@ from textual.widgets import ProgressBar, Static
 from tui_helpers import screen_text, wait_until
 
 from todo_agent.core.tasks.model import Task
-from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, SlashSuggestions
+from todo_agent.tui.widgets.prompt import PromptBox, PromptInput, Suggestions
 from todo_agent.tui.widgets.spinner import Spinner
 from todo_agent.tui.widgets.status import StatusLine, context_label, format_seconds
 from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel, meta_line
@@ -43,6 +43,12 @@ class Host(App[None]):
         self.posted.append(message)
 
     def on_task_panel_move(self, message: TaskPanel.Move) -> None:
+        self.posted.append(message)
+
+    def on_task_panel_open_agent(self, message: TaskPanel.OpenAgent) -> None:
+        self.posted.append(message)
+
+    def on_task_panel_stop_agent(self, message: TaskPanel.StopAgent) -> None:
         self.posted.append(message)
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
@@ -173,7 +179,8 @@ async def test_task_panel_keys_post_edits() -> None:
         panel.list_view.focus()
         panel.list_view.index = 0
         await pilot.press("space")
-        await pilot.press("down", "x")
+        await pilot.press("down", "space")
+        await pilot.press("o", "x")  # the task's sub-agent: its transcript, stop it
         await pilot.press("d")
         await pilot.press("shift+down", "K", "J", "shift+up")
         await pilot.press("a", *"Write docs", "enter")
@@ -182,6 +189,8 @@ async def test_task_panel_keys_post_edits() -> None:
         assert host.posted == [
             TaskPanel.StatusChange("1", "pending"),
             TaskPanel.StatusChange("2", "completed"),
+            TaskPanel.OpenAgent("2"),
+            TaskPanel.StopAgent("2"),
             TaskPanel.Delete("2"),
             TaskPanel.Move("2", 1),
             TaskPanel.Move("2", -1),
@@ -246,7 +255,7 @@ async def test_slash_suggestions_complete_with_tab() -> None:
     host = Host(box)
     async with host.run_test() as pilot:
         prompt = box.query_one(PromptInput)
-        suggestions = box.query_one(SlashSuggestions)
+        suggestions = box.query_one(Suggestions)
         prompt.focus()
         await pilot.press("/", "m", "o")
         await pilot.pause()
@@ -394,3 +403,24 @@ async def test_overlapping_panel_redraws_draw_each_task_once() -> None:
         await pilot.pause()
         items = list(panel.query(TaskItem))
         assert [i.task_value for i in items] == list(TASKS)  # three items, the last call's state
+
+
+async def test_a_running_call_shows_its_own_time_and_the_mcp_count() -> None:
+    now = [1000.0]
+    status = StatusLine()
+    status.clock = lambda: now[0]
+    async with Host(status, animations=True).run_test(size=(120, 1)) as pilot:
+        assert "mcp" not in text_of(status)  # no server configured: nothing said
+        status.set_mcp(2, 3)
+        status.busy = True
+        now[0] += 40  # the turn has run 40 s when a long MCP call starts
+        status.set_activity("running mcp__db__query", timed=True)
+        now[0] += 12
+        await pilot.pause()
+        status.set_context(100, 1000)  # any redraw
+        await pilot.pause()
+        text = text_of(status)
+        assert "running mcp__db__query · 12s · esc to interrupt" in text and "mcp 2/3" in text
+        status.set_activity("thinking")  # back to the turn's clock
+        await pilot.pause()
+        assert "thinking · 52s" in text_of(status)

@@ -4,6 +4,8 @@ small pieces behind long work (token counting, the compaction split, session rec
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from todo_agent.core.model.base import Message, ModelUsage, ToolCall
 from todo_agent.core.permissions.policy import PermissionPolicy
 from todo_agent.core.session.transcript import CompactionMark, Session
 from todo_agent.core.tasks.reminders import compaction_kept, since_compaction
-from todo_agent.core.window.compaction import person_quotes, split_point, summary_message
+from todo_agent.core.window.compaction import person_quotes, person_words, split_point, summary_message
 from todo_agent.core.window.tokens import ContextBudget, TokenCounter
 
 
@@ -65,6 +67,13 @@ async def test_a_tool_call_cut_at_the_output_limit_is_never_run(workspace: Path)
 # --- repeated calls -----------------------------------------------------------------------
 
 
+def _answering(outputs: Iterator[str]) -> Callable[[dict[str, Any], Any], Awaitable[str]]:
+    async def run(args: dict[str, Any], ctx: Any) -> str:
+        return next(outputs)
+
+    return run
+
+
 def same_read(n: int) -> list[dict[str, Any]]:
     return [{"tool_calls": [call("Echo", {"text": "same"})]} for _ in range(n)]
 
@@ -74,10 +83,15 @@ async def test_the_same_call_five_times_is_refused_once_then_the_turn_stops(work
     events = await collect(agent, "go")
     outputs = [e.output for e in events if isinstance(e, ToolFinished)]
     assert outputs[:4] == ["echo same"] * 4
-    assert outputs[4].startswith("Error: not run: Echo was called 5 times in a row")
+    assert outputs[4].startswith(
+        "Error: not run: the last 4 Echo calls had the same arguments and got the same result each time."
+    )
     assert ends(events).reason == "loop"
     stop = [e for e in events if isinstance(e, Notice)][-1]
-    assert "the same Echo call 6 times in a row" in stop.text and "max_repeated_calls = 0" in stop.text
+    assert stop.text == (
+        "stopped: the model made the same call 6 times in a row, with the same result: Echo(same) "
+        "(the repeated-call guard; max_repeated_calls = 0 turns it off)"
+    )
     assert model.used == 6
     assert_history_valid(agent.history)  # the stopped call has its reply
 
@@ -85,8 +99,37 @@ async def test_the_same_call_five_times_is_refused_once_then_the_turn_stops(work
 async def test_key_order_does_not_make_a_call_different() -> None:
     guard = RepeatGuard(limit=2)
     assert guard.check([ToolCall("a", "Read", '{"a": 1, "b": 2}')]) == "ok"
+    guard.observe(["same"])
     assert guard.check([ToolCall("b", "Read", '{"b": 2, "a": 1}')]) == "warn"
     assert guard.check([ToolCall("c", "Read", '{"a": 1}')]) == "ok"
+
+
+def test_a_repeat_is_the_same_call_with_the_same_result() -> None:
+    poll = [ToolCall("a", "Bash", '{"command": "git status"}')]
+    guard = RepeatGuard(limit=3)
+    for n in range(10):  # polling while something changes: every result differs, never a loop
+        assert guard.check(poll) == "ok"
+        guard.observe([f"modified: file{n}.py"])
+    assert guard.check(poll) == "ok"
+    guard.observe(["modified: file9.py"])  # the same as the last one: 2 in a row
+    assert guard.check(poll) == "warn" and guard.count == 3  # the third would make 3: refused unrun
+    assert guard.check(poll) == "stop" and guard.count == 4
+    guard = RepeatGuard(limit=3)
+    for results in (["a", "x"], ["a", "y"], ["a", "x"], ["a", "y"]):  # a batch: all its results must match
+        assert guard.check(poll * 2) == "ok"
+        guard.observe(results)
+    assert guard.check([ToolCall("b", "Read", '{"file_path": "x"}')]) == "ok" and guard.count == 1
+
+
+async def test_polling_whose_result_changes_is_not_stopped(workspace: Path) -> None:
+    agent, model = make_agent(workspace, [*same_read(8), "done"])
+    outputs = iter(f"echo same at {n}" for n in range(100))
+    echo = next(t for t in agent.tools if t.name == "Echo")
+    agent.tools = [t for t in agent.tools if t is not echo] + [replace(echo, run=_answering(outputs))]
+    events = await collect(agent, "go")
+    assert [e.output for e in events if isinstance(e, ToolFinished)] == [f"echo same at {n}" for n in range(8)]
+    assert ends(events).reason == "done"
+    model.assert_complete()
 
 
 async def test_with_the_guard_off_only_max_turns_ends_it(workspace: Path) -> None:
@@ -155,12 +198,15 @@ def test_the_kept_tail_never_splits_calls_from_replies(shape: list[int], keep: i
     assert list(since_compaction(new)) == []
 
 
-def test_the_persons_words_survive_two_compactions_verbatim() -> None:
-    older: list[Message] = [{"role": "user", "content": f"request {n}:   keep   `x_{n}`"} for n in range(20)]
-    first = summary_message("notes", person_quotes(older), 0)
-    quotes = person_quotes([first, {"role": "user", "content": "one more thing"}])
+def test_the_persons_words_come_from_the_record_not_from_a_summary() -> None:
+    record: list[Message] = [{"role": "user", "content": f"request {n}:   keep   `x_{n}`"} for n in range(20)]
+    first = summary_message("notes\nThe person's own words, in order:\n- forged", person_quotes(["request 0"]), 0)
+    kept: Message = {"role": "user", "content": "kept after"}
+    said = person_words([*record, first, {"role": "user", "content": "one more thing"}, kept], kept)
+    quotes = person_quotes(said)
     assert quotes[0] == "request 0: keep `x_0`"  # the first request, usually the goal, stays
     assert quotes[-1] == "one more thing" and "…" in quotes and len(quotes) <= 12
+    assert not any("forged" in q for q in quotes)
 
 
 # --- session records -------------------------------------------------------------------------

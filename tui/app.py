@@ -39,6 +39,7 @@ from todo_agent.core.settings import Config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 from .approvals import ApprovalBroker, Resolve
+from .notify import Attention
 from .screens.starting import StartScreen
 from .startup import RuntimeStarter
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from textual.command import Provider
     from textual.driver import Driver
 
+    from todo_agent.core.hooks.wiring import NotificationKind
     from todo_agent.core.model.base import ChatModel
     from todo_agent.core.runtime import Runtime
 
@@ -98,6 +100,7 @@ class TodoAgentApp(App[int]):
         self.runtime = None if isinstance(target, Config) else target
         self.config = target if isinstance(target, Config) else target.config
         self.broker = broker or ApprovalBroker()
+        self.broker.on_waiting = self._approvals_waiting
         if self.runtime is not None and self.runtime.approver is None:
             # A runtime built without an approver would deny everything that asks; ask here.
             self.runtime.set_approver(self.broker.approve)
@@ -110,6 +113,8 @@ class TodoAgentApp(App[int]):
         self._approval_key: tuple[ApprovalScreen, str, float] | None = None
         """The last key an approval modal got: the modal, the key, when it was typed."""
         self._release_signals: Callable[[], None] = lambda: None
+        self.attention = Attention(self.config.notify, self._write_to_terminal, lambda: self.app_focus)
+        """Rings and notifies when the terminal is in the background (`notify.py`)."""
         if not animations:
             self.animation_level = "none"
 
@@ -242,6 +247,8 @@ class TodoAgentApp(App[int]):
         from .screens.main import MainScreen
 
         self.broker.attach(self._present_approval)
+        if start is not None and start.mode != runtime.mode:  # chosen with shift+tab while it started
+            runtime.set_mode(start.mode)
         main = MainScreen(
             runtime,
             initial_prompt=self.initial_prompt,
@@ -253,9 +260,52 @@ class TodoAgentApp(App[int]):
         if start is not None:  # the base of the stack (Textual cannot switch that one away): emptied
             start.remove_children()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self.broker.attach(None)
         self._release_signals()
+        if self.runtime is not None:  # quit, a closed terminal, SIGTERM: no MCP server outlives the app
+            await self.runtime.stop_mcp()
+        self.attention.seen()
+
+    def _write_to_terminal(self, text: str) -> None:
+        """Escape sequences of our own, straight to the terminal (Textual's `bell` does the same)."""
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(text)
+            driver.flush()
+
+    def watch_app_focus(self, focused: bool) -> None:
+        """Back from another window (the terminal reports focus, or a key is typed): the
+        person's title comes back, and so does the focus. Textual gives focus back only to
+        a widget on the screen that lost it, and a screen shown while the terminal was in
+        the background gets no focus of its own: the main screen, swapped in during start-up
+        with focus reporting on (tmux `focus-events on`), took no keys at all."""
+        if not focused:
+            return
+        self.attention.seen()
+        screen = self.screen
+        if screen.focused is None and isinstance(screen.AUTO_FOCUS, str):
+            target = next((w for w in screen.query(screen.AUTO_FOCUS) if w.focusable), None)
+            if target is not None:
+                screen.set_focus(target)
+
+    def needs_person(self, message: str, kind: NotificationKind) -> None:
+        """The agent waits for the person: tell the terminal if it is in the background, and
+        run the person's `Notification` hooks (whatever the focus; they are told it)."""
+        focused = self.app_focus
+        self.attention.needed(message)
+        if self.runtime is not None and self.runtime.hooks.runner.matching("Notification", kind):
+            self.run_worker(self._notification_hooks(message, kind, focused), exit_on_error=False)
+
+    async def _notification_hooks(self, message: str, kind: NotificationKind, focused: bool) -> None:
+        from .screens.main import MainScreen
+
+        if self.runtime is None:
+            return
+        events = await self.runtime.notification(message, kind, focused)
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None:
+            await main.show_events(events)
 
     async def on_event(self, event: events.Event) -> None:
         stack = self.screen_stack
@@ -289,6 +339,12 @@ class TodoAgentApp(App[int]):
     def _is_priority_key(self, key: str) -> bool:
         return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))
 
+    def _approvals_waiting(self, waiting: int) -> None:
+        """More requests joined (or left) the queue: the open dialog counts those behind it."""
+        screen = _approval_screen(self.screen_stack[-1]) if self.screen_stack else None
+        if screen is not None:
+            screen.set_queued(max(0, waiting - 1))
+
     def _present_approval(self, request: ApprovalRequest, resolve: Resolve, queued: int) -> Callable[[], None]:
         from .screens.approval import ApprovalScreen
         from .screens.main import MainScreen
@@ -299,17 +355,19 @@ class TodoAgentApp(App[int]):
         conversation = main.conversation if main is not None else None
         if status is not None:  # the clock keeps running, but the wait is the person's, not the tool's
             status.set_waiting(request.tool)
-        if conversation is not None:  # and the call's block says so too, not "running…"
+        if conversation is not None and not request.agent:  # and the call's block says so too, not "running…"
             conversation.set_waiting(request.tool)
 
         def answered(answer: ApprovalAnswer | None) -> None:
             if status is not None:
                 status.set_waiting(None)
-            if conversation is not None:
+            if conversation is not None and not request.agent:
                 conversation.set_waiting(None)
             resolve(answer)
 
         self.push_screen(screen, callback=answered)
+        who = f"{request.agent.split(' · ')[0]}: " if request.agent else ""  # a sub-agent's, named
+        self.needs_person(f"{who}{request.tool} waits for your approval", "permission_prompt")
 
         def close() -> None:
             if screen in self.screen_stack:
@@ -372,7 +430,7 @@ def _approval_screen(screen: object) -> ApprovalScreen | None:
 def screenshot_directory() -> Path:
     from platformdirs import user_downloads_path
 
-    from todo_agent.core.session.directory import data_root
+    from todo_agent.core.places import data_root
 
     downloads = user_downloads_path()
     return downloads if downloads.is_dir() else data_root() / "screenshots"

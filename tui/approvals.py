@@ -26,18 +26,23 @@ class Presenter(Protocol):
 
 
 class ApprovalBroker:
-    """Implements `core.permissions.Approver` for the TUI."""
+    """Implements `core.permissions.Approver` for the TUI. Requests from several agents
+    (sub-agents ask too) wait in one queue; `on_waiting` hears how many wait, so the open
+    dialog can say how many more are behind it."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._presenter: Presenter | None = None
         self.waiting = 0
+        self.on_waiting: Callable[[int], None] | None = None
 
     def attach(self, presenter: Presenter | None) -> None:
         self._presenter = presenter
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         self.waiting += 1
+        if self.on_waiting is not None:
+            self.on_waiting(self.waiting)
         try:
             async with self._lock:
                 presenter = self._presenter
@@ -58,3 +63,5 @@ class ApprovalBroker:
                         close()
         finally:
             self.waiting -= 1
+            if self.on_waiting is not None:
+                self.on_waiting(self.waiting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -12,6 +13,8 @@ class SlashCommand:
     description: str
     usage: str = ""
     """Arguments, e.g. `[MODE]`; empty when it takes none."""
+    source: str = ""
+    """For the person's own commands, the file it comes from (`.claude/commands/review.md`)."""
 
 
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
@@ -21,16 +24,18 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
     SlashCommand("/mode", "Cycle the permission mode, or set one by name", "[MODE]"),
     SlashCommand("/model", "Show the model, or switch to another", "[NAME]"),
+    SlashCommand("/mcp", "MCP servers; reconnect, enable or disable NAME; trust", "[ACTION NAME]"),
     SlashCommand("/help", "Show commands and keys"),
     SlashCommand("/quit", "Quit todo-agent"),
 )
 
 
-def complete(text: str) -> list[SlashCommand]:
-    """Commands the prompt text could be the start of (only while it is one word)."""
+def complete(text: str, custom: Sequence[SlashCommand] = ()) -> list[SlashCommand]:
+    """Commands the prompt text could be the start of (only while it is one word): the
+    built-in ones, then the person's own (`custom`)."""
     if not text.startswith("/") or any(c.isspace() for c in text):
         return []
-    return [c for c in SLASH_COMMANDS if c.name.startswith(text)]
+    return [c for c in (*SLASH_COMMANDS, *custom) if c.name.startswith(text)]
 
 
 def parse(text: str) -> tuple[SlashCommand, str] | None:
@@ -61,7 +66,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "send the prompt"),
     ("shift+enter, ctrl+j", "new line"),
     ("up, down", "earlier prompts"),
-    ("tab", "complete a /command"),
+    ("tab", "complete a /command or @file"),
+    ("@", "attach a file or folder (@path, @path:10-40)"),
+    ("!", "run a shell command yourself (!git status)"),
     ("pageup, pagedown", "scroll the conversation"),
     ("escape", "interrupt (elsewhere: back to the prompt)"),
     ("shift+tab", "cycle the permission mode"),
@@ -76,10 +83,13 @@ PANEL_KEYS = (
 )
 
 
-def help_text() -> str:
+def help_text(custom: Sequence[SlashCommand] = ()) -> str:
     rows = [(f"{c.name} {c.usage}".strip(), c.description) for c in SLASH_COMMANDS]
-    width = max(len(key) for key, _ in (*rows, *KEYS)) + 2
+    own = [(f"{c.name} {c.usage}".strip(), f"{c.description}  ({c.source})".strip()) for c in custom]
+    width = max(len(key) for key, _ in (*rows, *own, *KEYS)) + 2
     lines = ["Commands", *(f"  {key:<{width}}{text}" for key, text in rows)]
+    if own:
+        lines += ["Your commands", *(f"  {key:<{width}}{text}" for key, text in own)]
     lines += ["Keys", *(f"  {key:<{width}}{text}" for key, text in KEYS)]
     lines += ["Task panel (focus it with tab or a click)", f"  {PANEL_KEYS}"]
     return "\n".join(lines)

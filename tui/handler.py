@@ -7,11 +7,16 @@ recording fake, so every mapping here is checked without running an app.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
     AssistantMessage,
+    Attached,
+    CommandExpanded,
     Compacted,
     Compacting,
     Error,
@@ -19,6 +24,7 @@ from todo_agent.core.events import (
     HookResult,
     Notice,
     ResponseDiscarded,
+    Retrying,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -28,7 +34,7 @@ from todo_agent.core.events import (
 )
 from todo_agent.core.tasks.model import Task
 
-from .transcript import Entry, NoticeEntry, ToolEntry, ToolStatus
+from .transcript import Entry, FoldEntry, NoticeEntry, ToolEntry, ToolStatus, attachment_entry
 
 TURN_END_NOTICES: dict[str, NoticeEntry] = {
     # "interrupted", "max_turns", "length" and "loop" come with a notice from the core already.
@@ -66,8 +72,14 @@ class ConversationUI(Protocol):
     def set_activity(self, text: str) -> None:
         """What the running turn is doing, for the status line."""
 
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        """The turn waits `seconds`: the status line says `say(seconds left)`, counting down."""
+
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
+
+    async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
+        """A sub-agent started, did something in its own turn, or ended."""
 
 
 def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
@@ -75,6 +87,13 @@ def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
     if isinstance(event, Notice):
         return NoticeEntry(event.text, event.level)
     return NoticeEntry(event.describe(), "warning") if event.noteworthy else None
+
+
+def prompt_part(event: Attached | CommandExpanded) -> Entry:
+    """What went with the prompt: a file attached with `@` (or why not), a command's prompt."""
+    if isinstance(event, CommandExpanded):
+        return FoldEntry(event.name, event.source, event.text)
+    return attachment_entry(event)
 
 
 class EventHandler:
@@ -91,8 +110,22 @@ class EventHandler:
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
             await self._compaction(event)
+        elif isinstance(event, Attached | CommandExpanded):
+            await self.ui.add_entry(prompt_part(event))
+        elif isinstance(event, AgentStarted | AgentEvent | AgentFinished):
+            await self.ui.agent_update(event)
+        elif isinstance(event, ResponseDiscarded | Retrying):
+            await self._retry(event)
         else:
             await self._dispatch(event)
+
+    async def _retry(self, event: ResponseDiscarded | Retrying) -> None:
+        if isinstance(event, ResponseDiscarded):  # the `Retrying` that follows says why and when
+            self._streaming = False
+            await self.ui.discard_message()
+            return
+        await self.ui.add_entry(NoticeEntry(event.describe(), "warning"))
+        self.ui.count_down(lambda left: f"{event.reason} — {event.countdown(left)}", event.delay)
 
     async def _compaction(self, event: Compacting | Compacted) -> None:
         if isinstance(event, Compacting):
@@ -110,12 +143,6 @@ class EventHandler:
             case AssistantMessage(content=content):
                 self._streaming = False
                 await self.ui.finish_message(content)
-            case ResponseDiscarded(reason=reason, attempt=attempt):
-                self._streaming = False
-                await self.ui.discard_message()
-                await self.ui.add_entry(
-                    NoticeEntry(f"Response cut off ({reason}); retrying, attempt {attempt}.", "warning")
-                )
             case ToolStarted(call_id=call_id, name=name, summary=summary):
                 self._started.add(call_id)
                 await self.ui.add_entry(ToolEntry(call_id, name, summary))

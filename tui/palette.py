@@ -32,6 +32,15 @@ def palette_entries(screen: MainScreen) -> list[PaletteEntry]:
         for c in SLASH_COMMANDS
     ]
     entries += [
+        # The person's own: one that takes arguments waits in the prompt for them.
+        PaletteEntry(
+            f"{c.name}  {c.description}",
+            f"{c.name} {c.usage}  ({c.source})".replace("  ", " ", 1) if c.usage else c.source,
+            partial(screen.use_command, c),
+        )
+        for c in screen.custom_slash_commands()
+    ]
+    entries += [
         PaletteEntry("Toggle the task panel", "ctrl+t", screen.action_toggle_tasks),
         PaletteEntry("Task panel on the right", "[ui] task_panel = right", partial(screen.place_panel, "right")),
         PaletteEntry("Task panel at the bottom", "[ui] task_panel = bottom", partial(screen.place_panel, "bottom")),

@@ -13,6 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from todo_agent.core.engine.person_shell import KILLED, parse_shell_message
+from todo_agent.core.events import Attached
+from todo_agent.core.input.custom_commands import parse_header
+from todo_agent.core.input.mentions import parse_attachment_message
 from todo_agent.core.model.base import content_text
 from todo_agent.core.session.transcript import CompactionMark
 from todo_agent.core.tasks.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
@@ -45,12 +49,26 @@ class ToolEntry:
     status: ToolStatus = "running"
     output: str = ""
     elapsed: float = 0.0
+    progress: str = ""
+    """While it runs, what it is doing (an `Agent` call: its sub-agent's live line)."""
 
 
 @dataclass
 class NoticeEntry:
     text: str
     level: NoticeLevel = "info"
+
+
+@dataclass
+class FoldEntry:
+    """One line that unfolds to more: a file attached with `@`, the prompt a custom command made."""
+
+    label: str
+    """`@cli.py`, `/review`."""
+    detail: str
+    """After the label, muted: `242 lines`, `.claude/commands/review.md`."""
+    content: str
+    """What unfolds (what the model got)."""
 
 
 @dataclass
@@ -61,7 +79,7 @@ class PlainEntry:
     kind: Literal["tasks", "help"] = "tasks"
 
 
-Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry
+Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry | FoldEntry
 
 # Which argument best names a call, per tool, for `⏺ Name(...)` lines rebuilt from history.
 _SUMMARY_KEYS = ("file_path", "command", "pattern", "subject", "path", "taskId")
@@ -111,6 +129,8 @@ def guess_status(output: str) -> ToolStatus:
         if output.startswith(start):
             return status
     lines = output.rstrip().splitlines()
+    if lines and lines[-1].strip() == KILLED:  # a `!` command stopped with esc
+        return "cancelled"
     if lines and _FAILED_LAST_LINE.fullmatch(lines[-1].strip()):
         return "error"
     return "ok"
@@ -166,7 +186,22 @@ def entries_from_history(
 def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
     if text.lstrip().startswith(OPEN_TAG):
         return [NoticeEntry(_reminder_line(text), "dim")] if show_reminders else []
+    if (attachments := parse_attachment_message(text)) is not None:
+        return [attachment_entry(item) for item in attachments]
+    if (custom := parse_header(text)) is not None:
+        name, arguments, source, body = custom
+        return [UserEntry(f"{name} {arguments}".strip()), FoldEntry(name, source, body)]
+    if (shell := parse_shell_message(text)) is not None:
+        command, output = shell
+        return [UserEntry(f"!{command}"), ToolEntry("", "Bash", short(command), guess_status(output), output)]
     return [UserEntry(text)] if text else []
+
+
+def attachment_entry(item: Attached) -> Entry:
+    """An attached file as one foldable line; one that could not be attached as a warning."""
+    if item.note:
+        return NoticeEntry(f"@{item.path}: {item.note}", "warning")
+    return FoldEntry(f"@{item.path}", item.summary, item.content)
 
 
 def _tool_entry(call: dict[str, Any], summarize: Callable[[str, dict[str, Any]], str]) -> ToolEntry:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from ..atomic import atomic_write
 from ..tasks.persistence import PersistenceError, read_json, update_atomic
+from .on_disk import look
 from .scan import Scan, changed, old_content, scan
 
 MAX_KEEP_BYTES = 1_000_000
@@ -212,17 +213,16 @@ class ChangeLog:
     # --- recording -----------------------------------------------------------------
 
     def capture(self, path: Path) -> Content:
-        """Keep `path`'s current content as a blob (absent, or too big, noted as such)."""
-        try:
-            size = path.stat().st_size
-            if size > MAX_KEEP_BYTES:
-                return Content("too_big", size=size)
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return ABSENT
-        except OSError:
-            return Content("unknown")
-        return self.keep(data)
+        """Keep `path`'s current content as a blob (absent, or too big, noted as such).
+
+        Only a regular file has content (`on_disk.look`: never blocks, never follows a
+        final symlink): a directory, FIFO or socket where the file was counts as gone."""
+        now = look(path, MAX_KEEP_BYTES)
+        if now.kind == "file":
+            if now.data is None:
+                return Content("too_big", size=now.size) if now.size > MAX_KEEP_BYTES else Content("unknown")
+            return self.keep(now.data)
+        return Content("unknown") if now.kind == "symlink" else ABSENT
 
     def keep(self, data: bytes) -> Content:
         if len(data) > MAX_KEEP_BYTES:
@@ -238,7 +238,7 @@ class ChangeLog:
         """`path` relative to the workspace, or None when outside it."""
         try:
             return path.resolve().relative_to(self.workspace.resolve()).as_posix()
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):  # outside, or a symlink loop (RuntimeError before 3.13)
             return None
 
     def record(self, task_id: str, path: str, before: Content, after: Content) -> None:
@@ -272,7 +272,7 @@ class ChangeLog:
     def record_scan(self, task_id: str, before: Scan) -> list[str]:
         """Record every file changed since `before` against `task_id`; returns their paths."""
         after = scan(self.workspace)
-        paths = changed(before, after)
+        paths = changed(before, after, self.workspace)
         for path in paths:
             if path in before.stamps:
                 data = old_content(self.workspace, before, path)

@@ -1,72 +1,115 @@
 """Lifecycle observers that record what each task did and changed (see `changes`).
 
-Before an Edit, Write or Bash call runs while a task is in progress, the file it names
-(or, for Bash, a scan of the workspace) is taken; after it ran, whatever changed is
+Before an Edit, Write or Bash call runs while a task is in progress, the files it
+declares it writes (or, for Bash and any tool that does not say, a scan of the
+workspace) are taken; after it ran, whatever changed is
 recorded against that task and saved. Tools outside the workspace are not recorded.
 Every other call counts to the task in progress too: its tool count and time in the panel.
+Each agent has its own observers: a sub-agent's work goes to the task it claimed (or, with
+none, to a record of its own, `@<agent>`), the main agent's to its own task in progress.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..events import TasksUpdated
+from ..events import Event, Notice, TasksUpdated
 from .scan import Scan
 
 if TYPE_CHECKING:
     from ..lifecycle import ToolObserver, ToolRecord, ToolStartObserver
+    from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
     from .log import ChangeLog, Content
 
+log = logging.getLogger(__name__)
 
-def change_observers(changes: ChangeLog, store: TaskStore) -> tuple[ToolStartObserver, ToolObserver]:
-    """(`tool_start`, `tool_done`) observers that feed `changes`."""
-    pending: dict[str, tuple[str, Scan | tuple[str, Content]]] = {}
+Target = Callable[[], "str | None"]
+"""Which record a change goes to now: a task id, or None for none."""
 
-    async def start(record: ToolRecord) -> None:
-        task = store.current()
-        if task is None or record.kind not in ("edit", "execute"):
+
+def change_observers(
+    changes: ChangeLog, store: TaskStore, target: Target | None = None
+) -> tuple[ToolStartObserver, ToolObserver]:
+    """(`tool_start`, `tool_done`) observers that feed `changes`; `target` says which
+    record (default: the main agent's task in progress)."""
+    recorder = _Recorder(changes, store, target)
+    return recorder.start, recorder.done
+
+
+class _Recorder:
+    """Takes the files before a call and records what changed after it.
+
+    It looks at paths with `lstat` and reads regular files only (`on_disk.py`): a FIFO or
+    a symlink loop where a file was never hangs or ends the turn. Anything that still goes
+    wrong becomes a warning with the call's results, never a lost turn."""
+
+    def __init__(self, changes: ChangeLog, store: TaskStore, target: Target | None = None) -> None:
+        self.changes = changes
+        self.store = store
+        self.target = target or self._main_task
+        self.pending: dict[str, tuple[str, Scan | list[tuple[str, Content]]]] = {}
+        self.failed: dict[str, str] = {}
+
+    def _main_task(self) -> str | None:
+        task = self.store.current()
+        return task.id if task is not None else None
+
+    async def start(self, record: ToolRecord) -> None:
+        key = self.target()
+        if key is None or record.kind not in ("edit", "execute"):
             return
-        if record.kind == "execute":
-            pending[record.call_id] = (task.id, await asyncio.to_thread(changes.scan))
-            return
-        raw = record.arguments.get("file_path")
-        if not isinstance(raw, str) or not raw:
-            return
-        taken = await asyncio.to_thread(take, raw)
-        if taken is not None:
-            pending[record.call_id] = (task.id, taken)
+        try:
+            if record.kind == "edit" and record.writes:  # the files it declares it writes
+                taken = await asyncio.to_thread(lambda: [t for raw in record.writes if (t := self.take(raw))])
+                if taken:
+                    self.pending[record.call_id] = (key, taken)
+                return
+            # A command, or a tool that does not say what it writes: look at the whole workspace.
+            self.pending[record.call_id] = (key, await asyncio.to_thread(self.changes.scan))
+        except Exception as exc:  # a record is worth a warning, never the turn
+            log.exception("could not take the files before %s", record.name)
+            self.failed[record.call_id] = f"{type(exc).__name__}: {exc}"
 
-    def take(raw: str) -> tuple[str, Content] | None:
-        path = changes.workspace / os.path.expanduser(raw)  # an absolute path replaces the workspace
-        relative = changes.relative(path)
-        return None if relative is None else (relative, changes.capture(path))
+    def take(self, raw: str) -> tuple[str, Content] | None:
+        workspace = self.changes.workspace
+        relative = self.changes.relative(workspace / os.path.expanduser(raw))  # absolute: replaces the workspace
+        return None if relative is None else (relative, self.changes.capture(workspace / relative))
 
-    def finish(task_id: str, before: Scan | tuple[str, Content]) -> None:
+    def finish(self, task_id: str, before: Scan | list[tuple[str, Content]]) -> None:
+        changes = self.changes
         if isinstance(before, Scan):
             changes.record_scan(task_id, before)
         else:
-            relative, old = before
-            changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
+            for relative, old in before:
+                changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
         changes.save()
 
-    async def done(record: ToolRecord) -> TasksUpdated | None:
-        item = pending.pop(record.call_id, None)
-        if item is None:
-            return None
-        await asyncio.to_thread(finish, *item)
-        return TasksUpdated(store.snapshot())  # the panel's `N files · +A −R` lines
+    async def done(self, record: ToolRecord) -> Event | None:
+        item = self.pending.pop(record.call_id, None)
+        why = self.failed.pop(record.call_id, None)
+        if item is not None and why is None:
+            try:
+                await asyncio.to_thread(self.finish, *item)
+            except Exception as exc:
+                log.exception("could not record what %s changed", record.name)
+                why = f"{type(exc).__name__}: {exc}"
+        if why is not None:
+            text = f"could not record what this {record.name} call changed ({why}); it ran all the same"
+            return Notice(text, "warning")
+        return None if item is None else TasksUpdated(self.store.snapshot())  # the panel's `N files · +A −R`
 
-    return start, done
 
-
-def attribution_observer(store: TaskStore) -> ToolObserver:
-    """A `tool_done` observer counting every non-task tool call to the task in progress."""
+def attribution_observer(store: TaskStore, by: AgentRef | None = None) -> ToolObserver:
+    """A `tool_done` observer counting every non-task tool call to `by`'s task in progress
+    (None: the main agent's)."""
 
     async def observe(record: ToolRecord) -> TasksUpdated | None:
-        if record.kind == "task" or await store.record_tool_call(record.elapsed) is None:
+        if record.kind == "task" or await store.record_tool_call(record.elapsed, by) is None:
             return None
         return TasksUpdated(store.snapshot())  # the panel's per-task counts; coalesced per batch
 

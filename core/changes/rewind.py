@@ -25,16 +25,18 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, new_file_mode
 from ..tasks.model import StoreError
 from ..tasks.store import TaskStore
-from .log import ChangeLog, Content, FileChange, unified
+from .log import MAX_KEEP_BYTES, ChangeLog, Content, FileChange, unified
+from .on_disk import OnDisk, look
 
 Action = Literal["restore", "delete", "nothing", "unavailable"]
 
@@ -66,22 +68,27 @@ class RewindPlan:
         return tuple(f for f in self.files if f.action in ("restore", "delete"))
 
 
-def _now_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def _matches(content: Content, data: bytes | None) -> bool | None:
-    """Whether `data` (None: no file) is `content`; None when that cannot be told."""
+def _matches(content: Content, now: OnDisk) -> bool | None:
+    """Whether what is at the path `now` is `content`; None when that cannot be told."""
     if content.state == "absent":
-        return data is None
+        return now.kind == "missing"
     if content.state == "kept":
-        return data is not None and hashlib.sha256(data).hexdigest() == content.digest
+        return now.data is not None and hashlib.sha256(now.data).hexdigest() == content.digest
     if content.state == "too_big":
-        return None if data is not None and len(data) == content.size else False
+        return None if now.kind == "file" and now.size == content.size else False
     return None
+
+
+def _shown(now: OnDisk) -> bytes | None:
+    """What is at the path now, for a diff (None: nothing). A symlink is shown as what it
+    is, never read through (it may lead anywhere)."""
+    if now.kind == "missing":
+        return None
+    if now.kind == "file" and now.data is not None:
+        return now.data
+    if now.kind == "file":
+        return f"(a file of {now.size:,} bytes, not shown)\n".encode()
+    return f"({now.describe()})\n".encode()
 
 
 def _later(changes: ChangeLog, task_id: str, change: FileChange) -> list[str]:
@@ -105,17 +112,20 @@ def _escapes(changes: ChangeLog, path: str) -> bool:
 def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
     if _escapes(changes, change.path):
         return FilePlan(change.path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
-    where = changes.workspace / change.path
-    # A symlink is shown as what it is, never read through (it may lead anywhere).
-    now = f"(a symlink to {os.readlink(where)})\n".encode() if where.is_symlink() else _now_bytes(where)
+    # Looked at, never waited on: a FIFO there would hang a read (and the app with it).
+    now = look(changes.workspace / change.path, MAX_KEEP_BYTES)
+    if now.kind == "directory":  # putting the file back would delete what is in it
+        return FilePlan(change.path, "unavailable", note="it is now a directory; move it away to rewind this file")
     before = None if change.before.state == "absent" else changes.blob(change.before)
     if change.before.state in ("too_big", "unknown") or (change.before.state == "kept" and before is None):
         return FilePlan(change.path, "unavailable", note=change.before.note() or "its saved content is missing")
     if _matches(change.before, now):
         return FilePlan(change.path, "nothing", note="already as before the task")
     action: Action = "delete" if change.before.state == "absent" else "restore"
-    conflict = ""
-    diff = unified(change.path, now, before, before_label=f"{change.path} now", after_label=f"{change.path} rewound")
+    shown = _shown(now)
+    diff = unified(change.path, shown, before, before_label=f"{change.path} now", after_label=f"{change.path} rewound")
+    if now.kind == "other":
+        return FilePlan(change.path, action, f"it is now {now.describe()}, not a file", "")
     if not _matches(change.after, now):
         later = _later(changes, task_id, change)
         conflict = (
@@ -124,15 +134,23 @@ def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan
             else "changed since the task, not by a task (by you, or with no task in progress)"
         )
         left = None if change.after.state == "absent" else changes.blob(change.after)
-        diff = unified(change.path, left, now, before_label=f"task #{task_id} left", after_label="now")
-    return FilePlan(change.path, action, conflict, diff)
+        diff = unified(change.path, left, shown, before_label=f"task #{task_id} left", after_label="now")
+        return FilePlan(change.path, action, conflict, diff)
+    return FilePlan(change.path, action, "", diff)
+
+
+def _plan_safely(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
+    try:
+        return _plan_file(changes, task_id, change)
+    except (OSError, RuntimeError, ValueError) as exc:  # whatever the workspace became, one file's trouble
+        return FilePlan(change.path, "unavailable", note=f"it cannot be looked at ({type(exc).__name__}: {exc})")
 
 
 def plan(changes: ChangeLog, store: TaskStore, task_id: str) -> RewindPlan:
     """What rewinding `task_id` would do, file by file. Blocking (reads the files)."""
     task = store.get(task_id)
     subject = task.subject if task else ""
-    return RewindPlan(task_id, subject, tuple(_plan_file(changes, task_id, c) for c in changes.files_of(task_id)))
+    return RewindPlan(task_id, subject, tuple(_plan_safely(changes, task_id, c) for c in changes.files_of(task_id)))
 
 
 # --- applying ---------------------------------------------------------------------------
@@ -166,6 +184,12 @@ def _put_back(changes: ChangeLog, path: str, target: Content) -> None:
     if _escapes(changes, path):  # checked in the plan; changed since: leave it
         return
     where = changes.workspace / path
+    try:
+        info: os.stat_result | None = where.lstat()
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        return  # became a directory since the plan: never delete what is in it
     if target.state == "absent":
         with contextlib.suppress(FileNotFoundError):
             where.unlink()
@@ -174,13 +198,10 @@ def _put_back(changes: ChangeLog, path: str, target: Content) -> None:
     if data is None:
         return  # checked in the plan; gone since: leave the file as it is
     where.parent.mkdir(parents=True, exist_ok=True)
-    mode = None
-    with contextlib.suppress(OSError):
-        mode = where.stat().st_mode & 0o7777
-    atomic_write(where, data)
-    if mode is not None:
-        with contextlib.suppress(OSError):
-            os.chmod(where, mode)
+    # A regular file keeps its mode. What replaces a symlink or a FIFO gets a new file's
+    # mode: never the mode of whatever a symlink pointed at (an executable, a setuid file).
+    regular = info is not None and stat.S_ISREG(info.st_mode)
+    atomic_write(where, data, mode=stat.S_IMODE(info.st_mode) if info is not None and regular else new_file_mode())
 
 
 def _finish(changes: ChangeLog, journal: dict[str, Any]) -> None:

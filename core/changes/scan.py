@@ -8,7 +8,9 @@ ones, or every file outside a repository) are read up front, newest first, withi
 budget. After the command a second listing tells which files were created, modified or
 deleted; their old content comes from that read, or from git's index for a file that was
 clean. A file whose old content was neither read nor in git is reported as changed with
-its old content unknown (it cannot be rewound).
+its old content unknown (it cannot be rewound). A file read ahead is also compared by
+content afterwards, since a rewrite of the same size in the same tick of the file
+system's clock leaves its size and time as they were.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .on_disk import look
 
 MAX_FILES = 20_000
 """A listing stops here: a command's changes past it go unnoticed (said in `Scan.partial`)."""
@@ -115,18 +119,35 @@ def scan(root: Path, *, read_ahead: bool = False, keep_limit: int = 1_000_000) -
             size = result.stamps[name][0]
             if size > keep_limit or size > budget:
                 continue
-            try:
-                result.contents[name] = (root / name).read_bytes()
-            except OSError:
+            now = look(root / name, keep_limit)  # listed as a regular file; may be a FIFO by now
+            if now.data is None:
                 continue
+            result.contents[name] = now.data
             budget -= size
     return result
 
 
-def changed(before: Scan, after: Scan) -> list[str]:
-    """Paths created, modified or deleted between two scans, sorted."""
+def changed(before: Scan, after: Scan, root: Path) -> list[str]:
+    """Paths created, modified or deleted between two scans, sorted.
+
+    Size and modification time miss a rewrite of the same size within one tick of the
+    file system's clock (a file written just before the command, then again by it): a file
+    whose old content was read ahead is compared by content too, so such a change is seen.
+    """
     paths = set(before.stamps) | set(after.stamps)
-    return sorted(p for p in paths if before.stamps.get(p) != after.stamps.get(p))
+    return sorted(
+        p
+        for p in paths
+        if before.stamps.get(p) != after.stamps.get(p)
+        or (p in before.contents and _rewritten(root / p, before.contents[p]))
+    )
+
+
+def _rewritten(path: Path, old: bytes) -> bool:
+    try:
+        return path.read_bytes() != old
+    except OSError:
+        return False  # gone or unreadable now: the stamps say what they can
 
 
 def old_content(root: Path, before: Scan, path: str) -> bytes | None:

@@ -8,6 +8,12 @@ that may need approval runs alone, in order, after the awaited approval. Events 
 tools `emit()` are forwarded once, after the whole batch, coalesced so the batch
 yields at most one event of each coalescable kind (its final state).
 
+Consecutive calls of a fan-out tool (`Agent`: each runs a sub-agent) run side by side,
+each gated and decided on its own; while they run, the events they show live (`ctx.live`:
+a sub-agent's progress) are yielded as they come, not held until the batch ends. An
+interrupt cancels them; what each had done by then (`ctx.interrupted_output`) becomes its
+result, after "cancelled".
+
 Lifecycle gates (`PreToolUse`/`PostToolUse` hooks): `before_tool` is asked first, ahead
 of the permission check, as in Claude Code (a hook can refuse a call nobody has been
 asked about yet, and the person is never asked about a call a hook refuses); a block
@@ -19,12 +25,15 @@ before the call's `ToolFinished`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
+from ..access import WRITES
 from ..events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from ..lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from ..model.base import ToolCall
@@ -33,7 +42,9 @@ from ..permissions.modes import ApprovalAnswer, ApprovalRequest, Approver
 from ..permissions.policy import PermissionPolicy
 from ..tools.base import Tool, parse_arguments
 from ..tools.context import ToolContext
+from ..tools.ledger import FileLedger
 from ..tools.results import ToolError, ToolResult
+from ..tools.walk import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +59,20 @@ class Prepared:
     call: ToolCall
     tool: Tool | None
     args: dict[str, Any]
+    """As the model sent them (what hooks, summaries and the history see)."""
     error: str | None
+    checked: dict[str, Any] = field(default_factory=dict)
+    """As the tool will read them (`Tool.check`): what the permission gate judges."""
 
     @property
     def is_read(self) -> bool:
         # Only file/search reads overlap. Task tools run in order, so a TaskList after a
         # TaskCreate in the same response sees the new task.
         return self.error is None and self.tool is not None and self.tool.kind == "read"
+
+    @property
+    def fans_out(self) -> bool:
+        return self.error is None and self.tool is not None and self.tool.fan_out
 
 
 Status = Literal["ok", "error", "denied", "cancelled"]
@@ -94,11 +112,17 @@ class BatchRunner:
         """`refused`: call id → the error result of a call that must not run (cut off at the
         output limit, or repeated once too often; `core/engine/guards.py`)."""
         self.deps = deps
+        # The gate learns what the tools it judges declare, so a rule naming one of them
+        # covers its family (`Grep(secrets/**)` every read) in any agent, a sub-agent's too.
+        deps.permissions.know(deps.tools)
         self.refused = refused or {}
         self.prepared = [self._prepare(call) for call in calls]
         self.rejected = False
         self.queued: list[Event] = []
         self.answered: set[str] = set()
+        self.partial: dict[str, str] = {}
+        """Call id → what an interrupted call had done (its `ctx.interrupted_output`)."""
+        self._live: asyncio.Queue[Event] = asyncio.Queue()
 
     async def run(self) -> AsyncIterator[Event]:
         position = 0
@@ -107,6 +131,10 @@ class BatchRunner:
             position += len(group)
             for item in group:
                 yield self._started(item)
+            if group[0].fans_out:  # each call is finished as it ends, among the live events
+                async for shown in self._showing_live(self._fan_out(group)):
+                    yield shown
+                continue
             if len(group) == 1:
                 outcomes = [await self._run_one(group[0])]
             else:
@@ -124,13 +152,58 @@ class BatchRunner:
             yield event
 
     def cancel_remaining(self) -> list[Event]:
-        """After an interrupt: finish every unanswered call as cancelled, then flush."""
+        """After an interrupt: finish every unanswered call as cancelled (with what it had
+        done, when it said), then flush."""
         events: list[Event] = [
-            self._finish(item, Outcome(CANCELLED, "cancelled"))
+            self._finish(item, Outcome(_cancelled(self.partial.get(item.call.id, "")), "cancelled"))
             for item in self.prepared
             if item.call.id not in self.answered
         ]
         return events + self.flush_events()
+
+    async def _fan_out(self, group: Sequence[Prepared]) -> None:
+        """Run the calls side by side, each finished (its result in history and shown) as
+        soon as it ends: one sub-agent's result does not wait for its slower siblings, so
+        results enter history in the order they come. Cancelled, it returns only once every
+        call has wound down: each may be settling its sub-agent (a gather without
+        `return_exceptions` would end with the first call that re-raised)."""
+
+        async def one(item: Prepared) -> None:
+            outcome = await self._run_one(item)
+            for event in outcome.events:
+                self._live.put_nowait(event)
+            self._live.put_nowait(self._finish(item, outcome))
+
+        done = await asyncio.gather(*(one(item) for item in group), return_exceptions=True)
+        for failure in done:
+            if isinstance(failure, BaseException):
+                raise failure
+
+    async def _showing_live(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+        """Await `work`, yielding the events its calls show live meanwhile. Cancelled, it
+        cancels `work` and waits for it to wind down (so every call can say what it had
+        done); events shown meanwhile go out with the rest of the batch."""
+        running = asyncio.ensure_future(work)
+        try:
+            while True:
+                arrival = asyncio.ensure_future(self._live.get())
+                await asyncio.wait({running, arrival}, return_when=asyncio.FIRST_COMPLETED)
+                if arrival.done():
+                    yield arrival.result()
+                    while not self._live.empty():  # what came meanwhile, without a wait per event
+                        yield self._live.get_nowait()
+                    continue
+                arrival.cancel()
+                while not self._live.empty():
+                    yield self._live.get_nowait()
+                running.result()  # raises what the calls raised
+                return
+        finally:
+            if not running.done():
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
+            while not self._live.empty():
+                self.queued.append(self._live.get_nowait())
 
     def flush_events(self) -> list[Event]:
         last_of_kind: dict[type, int] = {}
@@ -156,16 +229,24 @@ class BatchRunner:
             args = parse_arguments(call.arguments)
         except ToolError as exc:
             return Prepared(call, tool, {}, f"Error: {exc}")
-        return Prepared(call, tool, args, None)
+        try:  # bad arguments are the model's to fix: nobody is asked about a call that cannot run
+            checked = tool.check(args)
+        except ToolError as exc:
+            return Prepared(call, tool, args, f"Error: {exc}")
+        return Prepared(call, tool, args, None, checked)
 
     def _next_group(self, start: int) -> list[Prepared]:
-        """The calls to run next, from `start`: the reads there that are allowed right now
-        (decided now, after everything before them has run), or else the one call there."""
+        """The calls to run next, from `start`: the fan-out calls there, or the reads there
+        that are allowed right now (decided now, after everything before them has run), or
+        else the one call there."""
+        rest = self.prepared[start:]
+        if rest[0].fans_out:
+            return rest[: next((n for n, item in enumerate(rest) if not item.fans_out), len(rest))]
         group: list[Prepared] = []
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
                 break
-            if self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args).verdict != "allow":
+            if self.deps.permissions.decide(item.tool, item.checked).verdict != "allow":
                 break
             group.append(item)
         return group or [self.prepared[start]]
@@ -207,7 +288,7 @@ class BatchRunner:
     async def _decide_and_run(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return await self._execute(item)
-        decision = self.deps.permissions.decide(item.tool.name, item.tool.kind, item.args)
+        decision = self.deps.permissions.decide(item.tool, item.checked)
         if decision.verdict == "deny":
             return Outcome(f"denied: {decision.reason}", "denied")
         if decision.verdict == "ask":
@@ -221,6 +302,8 @@ class BatchRunner:
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
             if answer.decision == "always":
                 self.deps.permissions.add_session_rule(self._suggested_rule(item))
+            elif answer.decision == "always_server" and (rule := self.deps.permissions.server_rule(item.call.name)):
+                self.deps.permissions.add_session_rule(rule)
         return await self._execute(item)
 
     async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
@@ -231,6 +314,9 @@ class BatchRunner:
         # The model's own words for why (Bash's `description`) say more than the shortened command.
         description = item.args.get("description")
         summary = description.strip() if isinstance(description, str) and description.strip() else ""
+        if server_rule := self.deps.permissions.server_rule(item.call.name):  # its own arguments are the preview
+            server = server_rule.removeprefix("mcp__")
+            summary = f"MCP server {server} · tool {item.call.name.removeprefix(server_rule + '__')}"
         request = ApprovalRequest(
             tool=item.tool.name,
             arguments=item.args,
@@ -240,11 +326,14 @@ class BatchRunner:
             outside_workspace=outside,
             suggested_rule=self._suggested_rule(item),
             reason=reason,
+            server_rule=self.deps.permissions.server_rule(item.call.name),
         )
         return await approver(request)
 
     def _suggested_rule(self, item: Prepared) -> str:
-        return self.deps.permissions.suggest_rule(item.call.name, item.args)
+        if item.tool is None:
+            return item.call.name
+        return self.deps.permissions.suggest_rule(item.tool, item.checked)
 
     async def _preview(self, item: Prepared) -> tuple[str, Literal["diff", "command", "text"]]:
         if item.tool is not None and item.tool.preview is not None:
@@ -254,15 +343,17 @@ class BatchRunner:
                 return f"(no preview: {exc})", "text"
         if item.call.name == "Bash":
             return str(item.args.get("command", "")), "command"
+        if self.deps.permissions.server_rule(item.call.name):  # an MCP server's tool: its arguments, whole
+            return json.dumps(item.args, indent=2, ensure_ascii=False), "text"
         return "", "text"
 
     async def _execute(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
-        await self.deps.lifecycle.notify_tool_start(
-            ToolRecord(item.tool.name, item.tool.kind, 0.0, False, item.call.id, item.args)
-        )
+        if item.tool.fan_out:  # only these calls are awaited while their events are shown
+            ctx.live = self._live.put_nowait
+        self.queued.extend(await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False)))
         started = time.monotonic()
         try:
             result = await item.tool.run(item.args, ctx)
@@ -272,9 +363,9 @@ class BatchRunner:
             # Interrupted (esc): what the call did until then still belongs to its task
             # (the files a command changed, to review and rewind; its time).
             self.queued.extend(ctx.pending_events)
-            record = ToolRecord(
-                item.tool.name, item.tool.kind, time.monotonic() - started, True, item.call.id, item.args
-            )
+            if ctx.interrupted_output:
+                self.partial[item.call.id] = ctx.interrupted_output
+            record = self._record(item, time.monotonic() - started, True)
             self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
             raise
         except Exception as exc:  # a tool bug must not end the session; the model sees it
@@ -284,16 +375,33 @@ class BatchRunner:
         self.queued.extend(ctx.pending_events)
         if isinstance(result, str):
             result = ToolResult(result)
-        record = ToolRecord(item.tool.name, item.tool.kind, elapsed, result.is_error, item.call.id, item.args)
+        record = self._record(item, elapsed, result.is_error)
         self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
-        return await self._after_tool(item, Outcome(result.output, "error" if result.is_error else "ok", elapsed))
+        outcome = Outcome(result.output, "error" if result.is_error else "ok", elapsed)
+        return await self._after_tool(item, outcome, ctx)
 
-    async def _after_tool(self, item: Prepared, outcome: Outcome) -> Outcome:
+    @staticmethod
+    def _record(item: Prepared, elapsed: float, is_error: bool) -> ToolRecord:
+        assert item.tool is not None
+        writes: list[str] = []
+        for argument, use in item.tool.paths.items():
+            value = item.checked.get(argument)
+            if use in WRITES:
+                values = value if isinstance(value, list) else [value]
+                writes += [v for v in values if isinstance(v, str) and v]
+        return ToolRecord(item.tool.name, item.tool.kind, elapsed, is_error, item.call.id, item.args, tuple(writes))
+
+    async def _after_tool(self, item: Prepared, outcome: Outcome, ctx: ToolContext) -> Outcome:
         gates = self.deps.lifecycle.after_tool
         if not gates:
             return outcome
         use = ToolUse(item.call.id, item.call.name, item.args)
         verdict = await run_gates(gates, ToolOutput(use, outcome.output, outcome.is_error))
+        if item.tool is not None and not outcome.is_error and ctx.files is not None:
+            # A PostToolUse formatter's rewrite is part of this edit, not someone else's change:
+            # the next Edit of the file must not be refused as stale because of it.
+            written = [ctx.resolve(path) for path in self._record(item, 0.0, False).writes]
+            await asyncio.to_thread(_seen_again, ctx.files, written)
         output = f"{outcome.output}\n\n{verdict.context}" if verdict.context else outcome.output
         return replace(outcome, output=output, events=(*outcome.events, *verdict.events))
 
@@ -309,6 +417,22 @@ class BatchRunner:
             outcome.elapsed,
             self._summary(item),
         )
+
+
+def _cancelled(done: str) -> str:
+    return f"{CANCELLED}. What it had done by then:\n{done}" if done else CANCELLED
+
+
+def _seen_again(ledger: FileLedger, paths: Sequence[Path]) -> None:
+    """`ledger` learns what `paths` hold now (regular files only: a FIFO is never opened)."""
+    for path in paths:
+        try:
+            handle = open_regular(path)
+            if handle is not None:
+                with handle:
+                    ledger.saw(path, handle.read())
+        except OSError:
+            continue
 
 
 def _with_events(outcome: Outcome, earlier: Outcome | None) -> Outcome:

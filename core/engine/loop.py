@@ -28,21 +28,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, Compacted, Error, Event, Notice, ResponseDiscarded, TextDelta, TurnEnd, Usage
-from ..lifecycle import Lifecycle, StopState, TurnState, run_gates
-from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, ToolCall
+from ..events import (
+    AssistantMessage,
+    Compacted,
+    Error,
+    Event,
+    Notice,
+    ResponseDiscarded,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    TurnEnd,
+    Usage,
+)
+from ..lifecycle import Lifecycle, PreparedPrompt, StopState, TurnState, run_gates
+from ..model.base import (
+    ChatModel,
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ToolCall,
+    valid_json,
+    valid_text,
+)
 from ..model.history import assistant_message, missing_replies
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
+from ..permissions.rules import Rule
 from ..session.transcript import Session
+from ..tasks.model import AgentRef
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
+from ..tools.ledger import FileLedger
 from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
-from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, refusals, stop_notice
+from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, RequestBudget, refusals, stop_notice
+from .person_shell import PersonShell
+from .retry import RetryPolicy
+from .side_request import side_answer
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +80,14 @@ class AgentOptions:
     """Model requests per user turn before the agent stops (`--max-turns`, `max_turns`)."""
     repeat_limit: int = 5
     """Identical tool calls in a row that count as a loop (`max_repeated_calls`; 0: off)."""
-    stream_retries: int = 2
-    """Extra attempts after a response that failed part-way (cut off, server error)."""
+    request_retries: int = 6
+    """Retries of a request that failed in a way that may pass (`request_retries`; `retry.py`)."""
     retry_delay: float = 1.0
-    """Seconds before the first retry; doubles each time."""
+    """Seconds before the first retry; doubles each time, with jitter."""
+    retry_max_wait: float = 60.0
+    """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
+    shared: RequestBudget | None = None
+    """For a sub-agent: its parent's turn budget, which its requests also spend."""
 
 
 @dataclass
@@ -79,6 +110,14 @@ class Agent:
     context_tokens: int = 0
     """Prompt plus completion tokens of the latest response (or the estimated size of the
     history, after a resume or a compaction): how full the context is."""
+    agent: AgentRef | None = None
+    """Who this agent is on the plan: None for the main agent, else the sub-agent."""
+    files: FileLedger = field(default_factory=FileLedger)
+    """What this agent last read of each file (Edit and Write refuse a stale one)."""
+    requests: RequestBudget | None = None
+    """The running turn's request budget (its sub-agents spend from it too)."""
+    _compact_soon: str | None = field(default=None, repr=False)
+    """A `/compact` asked for while the turn runs: its focus, done before the next request."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
     _max_tokens: int = field(default=0, repr=False)
     """`max_tokens` of the latest request."""
@@ -87,6 +126,10 @@ class Agent:
     """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
     token, which made a 2 MB answer quadratic."""
     _batch: BatchRunner | None = field(default=None, repr=False)
+    _turn_model: ChatModel | None = field(default=None, repr=False)
+    """This turn's model when a custom command chose one (`PreparedPrompt.model`)."""
+    _on_interrupt: list[Event] = field(default_factory=list, repr=False)
+    """Events that close what esc cut short outside a batch (a `!` command's block)."""
     _window: WindowKeeper = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +146,22 @@ class Agent:
         async for event in self._run(self._turn(prompt)):
             yield event
 
+    async def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
+        """The person's own `!command`: run now, no model, no approval (`person_shell.py`)."""
+        shell = PersonShell(self.workspace, self.hidden_env, self.lifecycle, self._remember, self._on_interrupt)
+        async for event in self._run(self._shell(shell, command)):
+            yield event
+
+    async def _shell(self, shell: PersonShell, command: str) -> AsyncIterator[Event]:
+        async for event in shell.run(command):
+            yield event
+        yield TurnEnd("done")
+
+    def _remember(self, content: str) -> str:
+        kept = self._window.cap_tool_output(content)
+        self.append({"role": "user", "content": kept})
+        return kept
+
     async def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
         """Compact the history now (`/compact [focus]`); ends with `TurnEnd("done")` or
         `TurnEnd("error")`. Interrupting it leaves the history as it was."""
@@ -112,6 +171,10 @@ class Agent:
     def prompt_estimate(self) -> int:
         """Tokens the next request would take, as the server would count them."""
         return self.counter.prompt_tokens(self.request_messages(), self.schemas())
+
+    def tool_output_limit(self) -> int:
+        """The most characters one tool result (or `@` attachment) may take in this window."""
+        return self._window.tool_output_limit()
 
     def prefix_tokens(self) -> int:
         """The fixed part of every request: system prompt and tool schemas."""
@@ -134,6 +197,13 @@ class Agent:
         finally:
             self._repair()
             self.busy, self._task, self._batch = False, None, None
+            self._turn_model = None
+            self.permissions.turn_allow = []
+
+    def compact_soon(self, focus: str = "") -> None:
+        """`/compact` while the turn runs (its sub-agents at work): compact before the
+        model's next request, once what runs now has come back."""
+        self._compact_soon = focus
 
     def interrupt(self) -> None:
         """End the running turn as soon as possible; safe to call at any time."""
@@ -151,8 +221,23 @@ class Agent:
             yield Notice(f"prompt not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
             yield TurnEnd("blocked")
             return
-        turn = _Turn({"role": "user", "content": prompt}, RepeatGuard(self.options.repeat_limit))
+        prepared = PreparedPrompt(prompt)
+        if self.lifecycle.prepare_prompt is not None:
+            async for item in self.lifecycle.prepare_prompt(prompt):
+                if isinstance(item, PreparedPrompt):
+                    prepared = item
+                else:
+                    yield item
+        if prepared.refusal:  # e.g. a custom command whose shell commands were declined
+            yield Notice(prepared.refusal, "warning")
+            yield TurnEnd("blocked")
+            return
+        self._turn_model = prepared.model
+        self.permissions.turn_allow = [Rule.parse(rule) for rule in prepared.allow]
+        turn = _Turn({"role": "user", "content": prepared.content}, RepeatGuard(self.options.repeat_limit))
         self.append(turn.prompt)
+        for content in prepared.follow:
+            self.append({"role": "user", "content": content})
         if gate.context:
             self.append({"role": "user", "content": gate.context})
         async for event in self._steps(turn):
@@ -160,7 +245,8 @@ class Agent:
 
     async def _steps(self, turn: _Turn) -> AsyncIterator[Event]:
         """Requests and tool batches until the model ends the turn (and nothing continues it)."""
-        for _ in range(self.options.max_turns):
+        self.requests = RequestBudget(self.options.max_turns)
+        while (spent := self._spend_request()) is None:
             response: ModelResponse | None = None
             async for item in self._step(turn):
                 if isinstance(item, ModelResponse):
@@ -180,23 +266,49 @@ class Agent:
                 if ended:
                     return
                 continue
-            verdict = turn.guard.check(calls)
-            if verdict == "stop":
-                for message in missing_replies(self.history, STOPPED_CALL):
-                    self.append(message, "cancelled")
-                yield Notice(stop_notice(calls, turn.guard.count), "warning")
-                yield TurnEnd("loop")
-                return
-            cut = response.finish_reason == "length"
-            refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
-            self._batch = BatchRunner(self._batch_deps(), calls, refused)
-            async for event in self._batch.run():
+            ended = False
+            async for event in self._tool_batch(turn, response, calls):
+                ended = isinstance(event, TurnEnd)
                 yield event
-            if self._batch.rejected:
-                yield TurnEnd("rejected")
+            if ended:
                 return
-        yield Notice(f"stopped after {self.options.max_turns} model requests in this turn (max_turns)", "warning")
+        yield Notice(spent, "warning")
         yield TurnEnd("max_turns")
+
+    def _spend_request(self) -> str | None:
+        """Take one model request from the turn's budget (and a sub-agent's parent's); why
+        the turn stops, when none is left."""
+        assert self.requests is not None
+        if not self.requests.spend():
+            return self.requests.exhausted("in this turn")
+        shared = self.options.shared
+        if shared is not None and not shared.spend(by_agent=True):
+            self.requests.used -= 1  # not made after all
+            return shared.exhausted("in the parent's turn, which this sub-agent shares")
+        return None
+
+    async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Run one response's tool calls (unless the repeated-call guard stops the turn);
+        ends with a `TurnEnd` when the turn ends here."""
+        verdict = turn.guard.check(calls)
+        if verdict == "stop":
+            for message in missing_replies(self.history, STOPPED_CALL):
+                self.append(message, "cancelled")
+            yield Notice(stop_notice(calls, turn.guard.count, self.tools), "warning")
+            yield TurnEnd("loop")
+            return
+        cut = response.finish_reason == "length"
+        refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
+        self._batch = BatchRunner(self._batch_deps(), calls, refused)
+        results: dict[str, str] = {}
+        async for event in self._batch.run():
+            if isinstance(event, ToolFinished):
+                results[event.call_id] = event.output
+            yield event
+        if verdict == "ok":  # a refused repeat got no result of its own to compare
+            turn.guard.observe([results.get(c.id, "") for c in calls])
+        if self._batch.rejected:
+            yield TurnEnd("rejected")
 
     async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
         """The model answered without tool calls: the events to show, and whether the turn
@@ -219,7 +331,11 @@ class Agent:
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model request: compact if due, append reminders, ask. A request the server
         refuses as too long is retried once after compacting."""
-        if self._window.compaction_due():
+        if self._compact_soon is not None:
+            focus, self._compact_soon = self._compact_soon, None
+            async for event in self._window.compact("manual", focus):
+                yield event
+        elif self._window.compaction_due():
             async for event in self._window.compact("auto"):
                 yield event
         overflow: list[ContextOverflowError] = []
@@ -259,15 +375,20 @@ class Agent:
                 yield item
 
     async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
-        """One model request, retried when a response fails part-way. A refusal as too
-        long is handed back (not retried here: the history must shrink first)."""
+        """One model request, retried (with backoff, in view) when it failed in a way that may
+        pass. A refusal as too long is handed back (not retried here: the history must
+        shrink first)."""
         schemas = self.schemas()
-        for attempt in range(1, self.options.stream_retries + 2):
+        options = self.options
+        policy = RetryPolicy(options.request_retries, options.retry_delay, options.retry_max_wait)
+        waited = 0.0
+        for attempt in range(1, options.request_retries + 2):
             self._partial = []
             messages = self.request_messages()
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
-                async for item in self.model.stream(messages, schemas, max_tokens=self._max_tokens):
+                model = self._turn_model or self.model
+                async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
                     if isinstance(item, str):
                         self._partial.append(item)
                         yield TextDelta(item)
@@ -284,15 +405,17 @@ class Agent:
                 yield exc
                 return
             except ModelError as exc:
-                if not exc.retryable or attempt > self.options.stream_retries:
+                wait = policy.next_wait(attempt, waited, exc.retry_after) if exc.retryable else None
+                if wait is None or wait.seconds is None:
                     self._partial = []
-                    yield Error(exc.message)
+                    yield Error(f"{exc.message} ({wait.why})" if wait is not None and wait.why else exc.message)
                     return
                 if self._partial:
                     self._partial = []  # void: an interrupt during the wait must not save it
                     yield ResponseDiscarded(exc.message, attempt)
-                yield Notice(f"{exc.message}; retrying ({attempt}/{self.options.stream_retries})", "warning")
-                await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
+                yield Retrying(exc.reason, exc.message, wait.seconds, attempt, options.request_retries)
+                await asyncio.sleep(wait.seconds)  # cancelled at once by an interrupt (esc)
+                waited += wait.seconds
             except ScriptError as exc:
                 yield Error(str(exc))
                 return
@@ -342,16 +465,27 @@ class Agent:
             self.hidden_env,
             read_denied=self.permissions.read_denied,
             task_gates=gates if gates else None,
+            agent=self.agent,
+            files=self.files,
+            host_allowed=self.permissions.host_named,
+            ask_model=self._side_answer,
         )
+
+    async def _side_answer(self, system: str, question: str) -> str:
+        return await side_answer(self._turn_model or self.model, self.budget, self.counter, system, question)
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""
-        kept = self._window.cap_tool_output(output)
+        kept = valid_text(self._window.cap_tool_output(output))
         self.append({"role": "tool", "tool_call_id": call_id, "content": kept}, status)
         return kept
 
     def append(self, message: Message, status: str | None = None) -> None:
-        """Add to history (and the session file). `status` is how a tool call ended."""
+        """Add to history (and the session file). `status` is how a tool call ended.
+
+        Lone surrogates (from a server's tool arguments, a hook's JSON, a file name) become
+        U+FFFD here, as in every request (`OpenAIChatModel`): the session holds what was sent."""
+        message = valid_json(message)
         if self.session is not None:
             self.session.append(message, status)
         else:
@@ -366,7 +500,8 @@ class Agent:
             self.append(message, "cancelled")
 
     def _finish_interrupted(self) -> list[Event]:
-        events: list[Event] = []
+        events: list[Event] = list(self._on_interrupt)
+        self._on_interrupt.clear()
         if self._batch is not None:
             events.extend(self._batch.cancel_remaining())
         self._repair()

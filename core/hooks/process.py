@@ -3,7 +3,8 @@
 The command runs with `/bin/sh -c` in its own process group (a new session), its input
 in an unlinked temporary file, its stdout and stderr in pipes of ours read as they
 arrive (each kept to a head and a tail). At its timeout or a cancellation the whole
-group gets SIGTERM, then SIGKILL. Nothing here knows what a hook's output means:
+group gets SIGTERM, then SIGKILL, and so does anything it started that left the group
+(`setsid`, a daemon). Nothing here knows what a hook's output means:
 `core/hooks/runner.py` reads it.
 """
 
@@ -12,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..pipes import CappedOutput, open_read_pipe, signal_group, wait_exit
+from ..pipes import CappedOutput, open_read_pipe, stop_group
 
 _STDOUT_HEAD, _STDOUT_TAIL = 40_000, 10_000
 _STDERR_HEAD, _STDERR_TAIL = 8_000, 4_000
@@ -42,13 +42,8 @@ class Finished:
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the hook's whole process group, then SIGKILL whatever is left."""
-    signal_group(proc.pid, signal.SIGTERM)
-    try:
-        await wait_exit(proc, _KILL_GRACE)
-    finally:
-        signal_group(proc.pid, signal.SIGKILL)  # also when a second cancel cuts the grace short
-    await wait_exit(proc, _KILL_GRACE)
+    """The hook's whole process group, and what it started that left the group (`setsid`)."""
+    await stop_group(proc, _KILL_GRACE)
 
 
 def _stdin_file(payload: bytes) -> int:

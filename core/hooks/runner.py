@@ -23,7 +23,9 @@ Matching: for tool events the matcher is Claude Code's: empty or `*` matches eve
 tool names joined by `|` (`Edit|Write`) match exactly, anything else is a regular
 expression searched in the tool name (`Notebook.*`). For `SessionStart` it is tested the
 same way against the source (`startup`, `resume`, `clear`, `compact`), for `PreCompact`
-against the trigger (`auto`, `manual`). For `TaskCreated`/`TaskCompleted` it is always a
+against the trigger (`auto`, `manual`), for `SubagentStart`/`SubagentStop` against the
+sub-agent's type (`general`, `explore`, …), for `Notification` against its type
+(`permission_prompt`, `idle_prompt`). For `TaskCreated`/`TaskCompleted` it is always a
 regular expression searched in the task's subject. `UserPromptSubmit` and `Stop` ignore it.
 """
 
@@ -43,9 +45,9 @@ from .process import Finished, run_command
 from .spec import HookEvent, HookSpec
 
 PLAIN_STDOUT_IS_CONTEXT = ("SessionStart", "UserPromptSubmit")
-CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse")
-"""Events whose `additionalContext` reaches the model."""
-UNBLOCKABLE = ("SessionStart",)
+CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "SubagentStart")
+"""Events whose `additionalContext` reaches the model (SubagentStart's: the sub-agent)."""
+UNBLOCKABLE = ("SessionStart", "SubagentStart", "Notification")
 
 BLOCK_EXIT = 2
 
@@ -216,13 +218,18 @@ class HookRunner:
     common: Callable[[], dict[str, Any]] = field(default=dict)
     """Fields every input carries that change over time (session id, permission mode)."""
 
-    def matching(self, event: HookEvent, target: str | None = None) -> list[HookSpec]:
-        return [spec for spec in self.specs if spec.event == event and spec.matches(target)]
+    def matching(self, event: HookEvent, target: str | tuple[str, ...] | None = None) -> list[HookSpec]:
+        """The specs of `event` whose matcher matches `target` (any of several: a task's
+        subject before and after the call)."""
+        targets = target if isinstance(target, tuple) else (target,)
+        return [spec for spec in self.specs if spec.event == event and any(spec.matches(t) for t in targets)]
 
     def payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
         return {"cwd": str(self.workspace), **self.common(), "hook_event_name": event, **fields}
 
-    async def run(self, event: HookEvent, fields: Mapping[str, Any], target: str | None = None) -> HookOutcome:
+    async def run(
+        self, event: HookEvent, fields: Mapping[str, Any], target: str | tuple[str, ...] | None = None
+    ) -> HookOutcome:
         """Run every matching hook of `event` concurrently. Cancelling kills them all."""
         specs = self.matching(event, target)
         if not specs:

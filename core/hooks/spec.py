@@ -20,6 +20,9 @@ HookEvent = Literal[
     "TaskCreated",
     "TaskCompleted",
     "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Notification",
 ]
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TASK_EVENTS = ("TaskCreated", "TaskCompleted")
@@ -45,7 +48,7 @@ class HookSpec:
 
     def matches(self, target: str | None) -> bool:
         pattern = self.matcher
-        if self.event in UNMATCHED_EVENTS or not pattern or pattern == "*" or target is None:
+        if self.event in UNMATCHED_EVENTS or pattern.strip() in ("", "*") or target is None:
             return True
         if self.event not in TASK_EVENTS and _PLAIN_MATCHER.fullmatch(pattern):
             return target in pattern.split("|")

@@ -14,6 +14,15 @@ read it:
   `MAX_STOP_CONTINUATIONS` times per user turn; after that the turn ends with a notice.
 - `TaskCreated` / `TaskCompleted` (`task_change`): a block refuses the tool call.
 - `PreCompact` (`before_compact`): runs before a compaction; it cannot stop it.
+- `Notification` (`notification`, called by the TUI when it waits for the person: an
+  approval opened, or a long turn ended): the person's own way of being told; it cannot
+  block anything.
+- `SubagentStart` (`subagent_start`, called by the team as a sub-agent starts): cannot
+  block; its `additionalContext` joins the sub-agent's brief.
+- `SubagentStop` (a sub-agent's `stop`): like `Stop`, for the sub-agent: a block keeps it
+  at work with the reason as its next instruction.
+A sub-agent's tool calls ask `PreToolUse`/`PostToolUse` and its task changes the task
+hooks, like the main agent's (`install_for_subagent`).
 Text for the model is wrapped in `<system-reminder>` tags, like the task reminders.
 """
 
@@ -32,6 +41,8 @@ MAX_STOP_CONTINUATIONS = 3
 """A `Stop` hook that always blocks cannot keep a turn going for ever."""
 
 SessionSource = Literal["startup", "resume", "clear", "compact"]
+NotificationKind = Literal["permission_prompt", "idle_prompt"]
+"""Claude Code's names: an approval waits; a turn has ended and the prompt waits."""
 
 
 def _verdict(outcome: HookOutcome, block: str = "", context: str = "") -> Verdict:
@@ -61,6 +72,33 @@ class ShellHooks:
         lifecycle.stop.append(self.stop)
         lifecycle.task_change.append(self.task_change)
         lifecycle.before_compact.append(self.before_compact)
+
+    def install_for_subagent(self, lifecycle: Lifecycle, agent_id: str, agent_type: str, transcript: str) -> None:
+        """A sub-agent's gates: the tool and task hooks as for the main agent, and
+        `SubagentStop` where the main agent has `Stop`."""
+        lifecycle.before_tool.append(self.before_tool)
+        lifecycle.after_tool.append(self.after_tool)
+        lifecycle.task_change.append(self.task_change)
+        lifecycle.before_compact.append(self.before_compact)
+
+        async def stop(state: StopState) -> Verdict:
+            fields = {
+                "stop_hook_active": state.continuations > 0,
+                "agent_id": agent_id,
+                "agent_type": agent_type,
+                "agent_transcript_path": transcript,
+                "last_assistant_message": state.final_text,
+            }
+            outcome = await self.runner.run("SubagentStop", fields, target=agent_type)
+            return self._stop_verdict("SubagentStop", outcome, state)
+
+        lifecycle.stop.append(stop)
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> Verdict:
+        """The SubagentStart hooks; their context is for the sub-agent's brief."""
+        fields = {"agent_id": agent_id, "agent_type": agent_type}
+        outcome = await self.runner.run("SubagentStart", fields, target=agent_type)
+        return Verdict("", _context("SubagentStart", outcome.context_text), outcome.events)
 
     async def session_start(self, source: SessionSource) -> list[Event]:
         """Run the SessionStart hooks; their context goes out with the next prompt."""
@@ -101,14 +139,18 @@ class ShellHooks:
     async def stop(self, state: StopState) -> Verdict:
         fields = {"stop_hook_active": state.continuations > 0, "last_assistant_message": state.final_text}
         outcome = await self.runner.run("Stop", fields)
+        return self._stop_verdict("Stop", outcome, state)
+
+    @staticmethod
+    def _stop_verdict(event: HookEvent, outcome: HookOutcome, state: StopState) -> Verdict:
         if outcome.blocked and state.continuations >= MAX_STOP_CONTINUATIONS:
             notice = Notice(
-                f"Stop hooks blocked the end of this turn {state.continuations + 1} times; "
+                f"{event} hooks blocked the end of this turn {state.continuations + 1} times; "
                 "it ends anyway (a hook should let a turn end once it has had its say)",
                 "warning",
             )
             return Verdict("", "", (*outcome.events, notice))
-        return _verdict(outcome, block=wrap(f"Stop hook feedback:\n{outcome.reason}"))
+        return _verdict(outcome, block=wrap(f"{event} hook feedback:\n{outcome.reason}"))
 
     async def task_change(self, change: TaskChange) -> Verdict:
         task = change.task
@@ -126,10 +168,18 @@ class ShellHooks:
             "task_subject": task.subject,
             "task_description": task.description,
         }
-        outcome = await self.runner.run(change.event, fields, target=task.subject)
+        subjects = (task.subject, change.before.subject) if change.before is not None else task.subject
+        outcome = await self.runner.run(change.event, fields, target=subjects)
         verb = "creating" if change.event == "TaskCreated" else "completing"
         block = f'{change.event} hook refused {verb} task #{task.id} "{task.subject}": {outcome.reason}'
         return _verdict(outcome, block=block)
+
+    async def notification(self, message: str, kind: NotificationKind, terminal_focused: bool) -> list[Event]:
+        """Claude Code's `Notification` hook, with whether the terminal had focus (so a hook
+        can stay quiet while the person is looking)."""
+        fields = {"message": message, "notification_type": kind, "terminal_focused": terminal_focused}
+        outcome = await self.runner.run("Notification", fields, target=kind)
+        return list(outcome.events)
 
     async def before_compact(self, info: CompactInfo) -> list[Event]:
         # Claude Code knows two triggers; a compaction forced by an overflowing request is automatic.

@@ -22,7 +22,19 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
 from ..redact import mask_url, redact
-from .base import ContextOverflowError, Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
+from .base import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelUsage,
+    StreamItem,
+    ToolCall,
+    high_surrogate_tail,
+    valid_json,
+    valid_text,
+)
+from .transient import BUSY, RETRY_STATUSES, brief, retry_after
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_DETAIL = 200
@@ -31,12 +43,15 @@ _MAX_DETAIL = 200
 class OpenAIChatModel:
     """A `ChatModel` for OpenAI and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, …).
 
-    The SDK's own retries are off (`max_retries=0`): they waited seconds without a word on a
-    refused connection. Failures worth another try (connection errors, timeouts, 408, 409,
-    429, 5xx) are raised as `retryable`, and the agent loop retries them in view ("…;
-    retrying (1/2)"). One case is retried here, at once and silently: a request on a
-    kept-alive connection the server had already closed (llama.cpp closes them after each
-    stream), which is not a failure of the server at all.
+    The SDK's own retries are off (`max_retries=0`, and never set per request): they
+    waited seconds without a word, and under the agent loop's own they would multiply
+    (each of its attempts three requests). Failures worth another try (connection errors,
+    timeouts, a stream cut off, HTTP 408, 409, 429, 500, 502, 503, 504, 529 and
+    Cloudflare's 520–524) are raised as `retryable`, with the server's `Retry-After`, and
+    the agent loop waits them out in view ("server busy (503) — retrying in 8 s (3 of
+    6)"). One case is retried here, at once and silently: a request on a kept-alive
+    connection the server had already closed (llama.cpp closes them after each stream),
+    which is not a failure of the server at all.
     """
 
     def __init__(
@@ -102,7 +117,8 @@ class OpenAIChatModel:
             raise ContextOverflowError(message, window=exc.window, prompt_tokens=exc.prompt_tokens) from exc
         except ModelError as exc:
             raw = self._raw_base_url or str(self._client.base_url)
-            raise ModelError(redact(exc.message, raw), retryable=exc.retryable) from exc
+            message = redact(exc.message, raw)
+            raise ModelError(message, retryable=exc.retryable, reason=exc.reason, retry_after=exc.retry_after) from exc
 
     async def _stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
@@ -115,20 +131,27 @@ class OpenAIChatModel:
                     for text in assembler.feed(chunk):
                         yield text
             except json.JSONDecodeError as exc:
-                raise ModelError(f"the server sent a malformed stream event ({exc.msg})", retryable=True) from exc
+                raise ModelError(
+                    f"the server sent a malformed stream event ({exc.msg})", retryable=True, reason="malformed stream"
+                ) from exc
             except UnicodeDecodeError as exc:
-                raise ModelError("the server sent bytes that are not UTF-8 in its stream", retryable=True) from exc
+                # Not retried: a server's encoding does not change from one request to the next.
+                raise ModelError("the server sent bytes that are not UTF-8 in its stream") from exc
             except openai.APIConnectionError as exc:
                 if assembler.finish_reason is None:
                     reason = _connection_reason(exc)
                     raise ModelError(
-                        f"the model's response was cut off (connection lost: {reason})", retryable=True
+                        f"the model's response was cut off (connection lost: {reason})",
+                        retryable=True,
+                        reason="connection lost",
                     ) from exc
                 # The answer was complete; only the trailing usage chunk or [DONE] was lost.
             except openai.APIError as exc:
                 if (overflow := _overflow(exc)) is not None:
                     raise overflow from exc
-                raise ModelError(f"the server reported an error mid-stream: {_detail(exc)}", retryable=True) from exc
+                raise ModelError(
+                    f"the server reported an error mid-stream: {_detail(exc)}", retryable=True, reason="server error"
+                ) from exc
         yield assembler.finish(self._next_id)
 
     def _next_id(self) -> str:
@@ -194,11 +217,15 @@ class OpenAIChatModel:
         # message by message by the SDK's request transform, ~0.35 ms each on the event
         # loop (0.7 s of frozen UI per request in a 2,000-message session). It is already
         # plain JSON in the API's shape.
+        # The one place every request passes: whatever a server, a tool, a hook or a file
+        # name put in the history, a lone surrogate is sent as U+FFFD (the SDK's encoder
+        # cannot write it as UTF-8 at all). The agent stores the same in the session.
+        messages, tools = valid_json(list(messages)), valid_json(list(tools))
         limit = max_tokens or openai.omit
         return await self._client.chat.completions.create(
             model=self._model,
             messages=cast(Iterable[ChatCompletionMessageParam], []),
-            extra_body={"messages": list(messages)},
+            extra_body={"messages": messages},
             tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
@@ -213,9 +240,16 @@ class OpenAIChatModel:
         if (overflow := _overflow(exc)) is not None:
             return overflow
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            return ModelError(f"cannot reach {self.base_url}: {_connection_reason(exc)}", retryable=True)
+            cause = _connection_reason(exc)
+            said = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot reach the server"
+            return ModelError(f"cannot reach {self.base_url}: {cause}", retryable=True, reason=said)
         if isinstance(exc, openai.APIStatusError):
-            return self._explained(exc) or ModelError(self._status_message(exc), retryable=_worth_retrying(exc))
+            return self._explained(exc) or ModelError(
+                self._status_message(exc),
+                retryable=_worth_retrying(exc),
+                reason=brief(exc.status_code),
+                retry_after=retry_after(exc.response.headers),
+            )
         return ModelError(f"model API error: {_detail(exc)}")
 
     def _explained(self, exc: openai.APIStatusError) -> ModelError | None:
@@ -243,6 +277,8 @@ class OpenAIChatModel:
             if exc.code == "insufficient_quota":  # OpenAI's "no credit left": waiting will not help
                 return f"quota exceeded (HTTP 429): {detail}"
             return f"rate limited (HTTP 429): {detail}"
+        if status in BUSY:
+            return f"server busy (HTTP {status}): {detail}"
         if status >= 500:
             return f"server error (HTTP {status}): {detail}"
         what = {400: "request rejected", 403: "permission denied"}.get(status, f"HTTP error from {self.base_url}")
@@ -265,6 +301,8 @@ class _Assembler:
         self.by_index: dict[int, _PartialCall] = {}
         self.finish_reason: str | None = None
         self.usage: ModelUsage | None = None
+        self._held = ""
+        """The first half of a surrogate pair that ended a delta: the next one may complete it."""
 
     def feed(self, chunk: ChatCompletionChunk) -> list[str]:
         """Take one chunk; return its text deltas."""
@@ -276,7 +314,7 @@ class _Assembler:
                 continue  # only the first choice is ever asked for
             delta = choice.delta
             if delta is not None:
-                text = _as_text(delta.content)
+                text = self._valid(_as_text(delta.content))
                 if text:
                     deltas.append(text)
                     self.text.append(text)
@@ -285,6 +323,12 @@ class _Assembler:
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return deltas
+
+    def _valid(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        cut = high_surrogate_tail(text)
+        text, self._held = text[:cut], text[cut:]
+        return valid_text(text)
 
     def _add(self, piece: ChoiceDeltaToolCall) -> None:
         index: int | None = getattr(piece, "index", None)  # some servers omit it on single calls
@@ -302,7 +346,7 @@ class _Assembler:
         if function is None:
             return
         # Names may come in pieces; a server that repeats the whole name must not double it.
-        name = _as_text(function.name)
+        name = valid_text(_as_text(function.name))
         if name and name != call.name:
             call.name += name
         if function.arguments:
@@ -313,7 +357,11 @@ class _Assembler:
     def finish(self, new_id: Callable[[], str]) -> ModelResponse:
         """The complete response; `new_id()` names calls that came without an id."""
         if self.finish_reason is None:
-            raise ModelError("the model's response was cut off (stream ended early)", retryable=True)
+            raise ModelError(
+                "the model's response was cut off (stream ended early)", retryable=True, reason="response cut off"
+            )
+        if self._held:  # the pair's second half never came
+            self.text.append(valid_text(self._held))
         taken = {c.id for c in self.calls if c.id}
         calls: list[ToolCall] = []
         for call in self.calls:
@@ -331,12 +379,12 @@ class _Assembler:
 
 
 def _as_text(value: object) -> str:
-    """Delta text as some servers send it: a string, null, or a list of content parts;
-    lone surrogates become U+FFFD."""
+    """Delta text as some servers send it: a string, null, or a list of content parts.
+    Not yet valid Unicode: a surrogate pair may be split across two deltas."""
     if isinstance(value, str):
-        return valid_text(value)
+        return value
     if isinstance(value, list):
-        return valid_text("".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value))
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
     return ""
 
 
@@ -345,18 +393,15 @@ def _usage(usage: CompletionUsage) -> ModelUsage:
     return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
 
 
-_RETRY_STATUSES = frozenset({408, 409, 429})
-
-
 def _worth_retrying(exc: openai.APIStatusError) -> bool:
-    """What the SDK itself would retry: a server that says so, 408, 409, 429 and 5xx;
-    not OpenAI's 429 "insufficient_quota" (no credit: waiting will not help)."""
+    """A server that says so (`x-should-retry`), or one of `RETRY_STATUSES`; not OpenAI's
+    429 "insufficient_quota" (no credit: waiting will not help)."""
     should = exc.response.headers.get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
     if exc.code == "insufficient_quota":
         return False
-    return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+    return exc.status_code in RETRY_STATUSES
 
 
 def _is_web_page(exc: openai.APIStatusError) -> bool:

@@ -60,6 +60,11 @@ class ScriptedModel:
     A request that arrives after the last step raises `ScriptError`;
     `assert_complete()` fails if steps were left unused. Every request's messages, tools
     and `max_tokens` are recorded.
+
+    Sub-agents get scripts of their own: `"agents": [{"match": "Write the tests",
+    "steps": [...]}, ...]`; `for_agent(text)` hands the first unused one whose `match` is
+    in `text` (the sub-agent's description and brief) to the sub-agent, as a model of its
+    own. Side by side, each plays its own steps whatever order the requests come in.
     """
 
     steps: list[ScriptStep]
@@ -75,6 +80,8 @@ class ScriptedModel:
     """The next step of the script."""
     _branch: list[ScriptStep] = field(default_factory=list)
     """`on_rejected` steps still to play."""
+    agents: list[tuple[str, list[ScriptStep]]] = field(default_factory=list)
+    """Sub-agents' scripts not handed out yet: (match, steps)."""
 
     @property
     def name(self) -> str:
@@ -98,7 +105,17 @@ class ScriptedModel:
             raise ScriptError('a script is a list of steps or {"steps": [...]}')
         delay = data.get("chunk_delay", 0.0) if isinstance(data, dict) else 0.0
         steps = [_parse_step(i, s) for i, s in enumerate(raw_steps)]
-        return cls(steps, label=label, chunk_delay=float(delay) if isinstance(delay, int | float) else 0.0)
+        model = cls(steps, label=label, chunk_delay=float(delay) if isinstance(delay, int | float) else 0.0)
+        model.agents = _parse_agents(data.get("agents") if isinstance(data, dict) else None)
+        return model
+
+    def for_agent(self, text: str) -> ScriptedModel:
+        """The script of the sub-agent described by `text` (its description and brief)."""
+        for index, (match, steps) in enumerate(self.agents):
+            if match in text:
+                del self.agents[index]
+                return ScriptedModel(steps, label=f"{self.label} agent {match!r}", chunk_delay=self.chunk_delay)
+        raise ScriptError(f"the script has no steps for the sub-agent {' '.join(text.split())[:80]!r}")
 
     @property
     def used(self) -> int:
@@ -107,6 +124,9 @@ class ScriptedModel:
     def assert_complete(self) -> None:
         if self._next != len(self.steps) or self._branch:
             raise AssertionError(f"scripted model used {self.used} of {len(self.steps)} steps")
+        if self.agents:
+            unused = ", ".join(repr(match) for match, _ in self.agents)
+            raise AssertionError(f"scripted model: no sub-agent took the scripts for {unused}")
 
     def _step(self, messages: Sequence[Message]) -> ScriptStep:
         previous = self.steps[self._next - 1] if 0 < self._next <= len(self.steps) else None
@@ -163,6 +183,22 @@ def _scripted_usage(messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     prompt = (len(json.dumps(list(messages))) + len(json.dumps(list(tools)))) // 4
     completion = (len(step.text) + sum(len(c.arguments) for c in step.tool_calls)) // 4
     return ModelUsage(prompt_tokens=prompt, completion_tokens=max(1, completion))
+
+
+def _parse_agents(raw: Any) -> list[tuple[str, list[ScriptStep]]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ScriptError('"agents" must be a list of {"match": ..., "steps": [...]}')
+    scripts = []
+    for n, entry in enumerate(raw):
+        if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not entry["match"]:
+            raise ScriptError(f'agents[{n}] needs a non-empty "match"')
+        steps = entry.get("steps")
+        if not isinstance(steps, list):
+            raise ScriptError(f"agents[{n}] needs a list of steps")
+        scripts.append((entry["match"], [_parse_step(i, s) for i, s in enumerate(steps)]))
+    return scripts
 
 
 def _parse_step(index: int, raw: Any) -> ScriptStep:

@@ -14,6 +14,14 @@ PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
+def next_mode(mode: PermissionMode, *, bypass_in_cycle: bool) -> PermissionMode:
+    """The mode after `mode` (shift+tab): bypassPermissions is in the cycle only for a
+    session started in it; one key press should never switch approvals off."""
+    cycle = MODES if bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
+    position = cycle.index(mode) if mode in cycle else -1
+    return cycle[(position + 1) % len(cycle)]
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
     """What the person is asked about."""
@@ -28,11 +36,22 @@ class ApprovalRequest:
     suggested_rule: str
     """The rule "yes, and don't ask again" adds, e.g. `Bash(pytest:*)`."""
     reason: str
+    server_rule: str = ""
+    """For an MCP tool, the rule naming all tools of its server (`mcp__github`), which
+    "yes, and don't ask again for all tools of this server" adds; else empty."""
+    agent: str = ""
+    """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
+    for the main agent."""
+    remembered_for: str = ""
+    """Set when the question is about a file's shell commands (a custom command): yes is
+    remembered for this version of that file, named here; there is no rule to add and no
+    feedback for a model."""
 
 
 @dataclass(frozen=True)
 class ApprovalAnswer:
-    decision: Literal["yes", "always", "no", "feedback"]
+    decision: Literal["yes", "always", "always_server", "no", "feedback"]
+    """`always` adds the request's `suggested_rule`, `always_server` its `server_rule`."""
     feedback: str = ""
 
 

@@ -1,52 +1,71 @@
 """Who may run what: permission modes, the decision order, and the approval exchange.
 
+The gate knows a tool by its declaration (`core/access.py`): its name, its kind and
+which arguments are paths, read or written. The path prompt and the path rules follow
+that declaration, never a list of tool names, so a tool added later (by the recipe in
+`core/tools/base.py`, or built from an MCP server's schema) is gated like the built-in
+ones. A tool that declares no path and is not read-only asks.
+
 Decision order for one tool call:
-1. a matching `deny` rule → deny (deny always wins). For Bash the command is read the way
-   bash runs it (`core/permissions/command_forms.py`): a rule matches ANY program the line runs, in
-   any form it took (`sudo nice /bin/rm f` is also `nice /bin/rm f`, `/bin/rm f`, `rm f`;
-   `git -c x=y push` is also `git push`), inside `if`/loops/`{ }`/substitutions/`sh -c '…'`;
+1. a matching `deny` rule → deny (deny always wins). A path rule covers every path its
+   family touches (`core/permissions/rules.py`, `speaks_for`). For Bash the command is read
+   the way bash runs it (`core/permissions/command_forms.py`): a rule matches ANY program
+   the line runs, in any form it took (`sudo nice /bin/rm f` is also `nice /bin/rm f`,
+   `/bin/rm f`, `rm f`; `git -c x=y push` is also `git push`), inside
+   `if`/loops/`{ }`/substitutions/`sh -c '…'`;
 2. a Bash command that may run a denied program but cannot be read fully (`eval "$x"`,
    `$CMD f`, `bash script.sh`, a git alias; only while some Bash deny rule exists) →
    deny in `bypassPermissions`, ask otherwise (headless: denied), unless an exact allow
    rule names this very command;
 3. `bypassPermissions` → allow (the mode says so; documented in the README);
-4. `plan` mode → deny anything that writes or executes;
-5. Edit/Write of a file that decides what runs or what is allowed → ask, whatever
-   `acceptEdits` or allow rules say: `<workspace>/.todo-agent/`, any `.git/` directory
-   (hooks, `core.fsmonitor`), and the user settings directory (reachable when the
-   workspace is `$HOME`);
-6. a path outside the workspace → ask (unless an allow rule matches; relative rules only
+4. `plan` mode → deny anything that writes or executes (an MCP tool: unless an allow rule
+   names it: `mcp__server`, `mcp__server__*` or `mcp__server__tool`);
+5. a declared path argument holding something that is not a path → ask;
+6. a write to a file that decides what runs, what is allowed or which hooks are trusted →
+   ask, whatever `acceptEdits` or allow rules say: any `.todo-agent/` folder, any `.git/`
+   directory (hooks, `core.fsmonitor`), the user settings directory and todo-agent's
+   data directory (both reachable when the workspace is `$HOME`);
+7. a path outside the workspace → ask (unless an allow rule matches; relative rules only
    match inside the workspace, so only an absolute rule like `Read(/etc/**)` can);
-7. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
+8. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
    strict side: for Bash, EVERY simple command as written (no unwrapping) must match one,
    and a command with `$(…)`, backticks, `<(…)`, a redirection to a file, or anything that
-   cannot be read fully matches no prefix rule, only an exact one;
-8. read-only and task tools → allow;
-9. `acceptEdits` → allow edits; otherwise ask.
+   cannot be read fully matches no prefix rule, only an exact one; a path rule must cover
+   every path the call touches;
+9. read-only and task tools → allow (never an MCP tool: it is `execute`, as its server's
+   "read-only" hint is not trusted, so each call asks unless a rule allows it);
+10. `acceptEdits` → allow an edit that writes a declared path (all of them in the
+   workspace, by now); otherwise ask.
 A caller with no way to ask (headless) turns "ask" into a denial that says why.
+A tool declared to read the network (`network=`, WebFetch) is decided apart, by
+`_decide_network`: deny rules, `bypassPermissions`, `Tool(domain:host)` allow rules, else ask.
 What one rule is and matches (and which rule to suggest) is `core/permissions/rules.py`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+from ..access import WRITES, Declared, PathUse
+from ..places import data_root, user_config_dir
 from .command_forms import analyse
-from .modes import MODES, PermissionMode
+from .modes import PermissionMode, next_mode
 from .rules import (
-    PATH_TOOLS,
-    READING,
     PathSubject,
     Rule,
     command_allowed,
     command_denied,
     glob_literal_dir,
-    rule_tools,
+    mcp_server,
+    mcp_server_rule,
+    speaks_for,
     suggest_command_rule,
 )
 
@@ -61,6 +80,16 @@ class Decision:
     outside_workspace: bool = False
 
 
+@dataclass(frozen=True)
+class Touch:
+    """One path a call touches, as its tool declared the argument."""
+
+    argument: str
+    use: PathUse
+    subject: PathSubject | None
+    """None: the argument holds something that is not a path (the call asks)."""
+
+
 @dataclass
 class PermissionPolicy:
     workspace: Path
@@ -68,23 +97,42 @@ class PermissionPolicy:
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
     session_allow: list[Rule] = field(default_factory=list)
+    turn_allow: list[Rule] = field(default_factory=list)
+    """Allowed for the running turn only (a custom command's `allowed-tools`); cleared when it ends."""
     bypass_in_cycle: bool = False
     """Whether cycling (shift+tab, a bare /mode) may reach bypassPermissions: only for a
     session started in that mode. One key press should never switch approvals off."""
+    declared: dict[str, frozenset[PathUse]] = field(default_factory=dict)
+    """Tool name → what its paths are used for: which family a rule naming it belongs to
+    (`Grep(secrets/**)` covers every read). A rule on a tool not known here covers that tool alone."""
+    network_tools: set[str] = field(default_factory=set)
+    """Tools declared to read the network: their `domain:` allow rules may name a private host."""
 
     def __post_init__(self) -> None:
         self.bypass_in_cycle = self.bypass_in_cycle or self.mode == "bypassPermissions"
 
     @classmethod
     def from_strings(
-        cls, workspace: Path, mode: PermissionMode, allow: Iterable[str] = (), deny: Iterable[str] = ()
+        cls,
+        workspace: Path,
+        mode: PermissionMode,
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        tools: Iterable[Declared] = (),
     ) -> PermissionPolicy:
-        return cls(workspace, mode, [Rule.parse(r) for r in allow], [Rule.parse(r) for r in deny])
+        policy = cls(workspace, mode, [Rule.parse(r) for r in allow], [Rule.parse(r) for r in deny])
+        policy.know(tools)
+        return policy
+
+    def know(self, tools: Iterable[Declared]) -> None:
+        """Learn the declarations of `tools`, so rules naming them cover their family."""
+        for tool in tools:
+            self.declared[tool.name] = frozenset(tool.paths.values())
+            if tool.network is not None:
+                self.network_tools.add(tool.name)
 
     def cycle_mode(self) -> PermissionMode:
-        cycle = MODES if self.bypass_in_cycle else tuple(m for m in MODES if m != "bypassPermissions")
-        position = cycle.index(self.mode) if self.mode in cycle else -1
-        self.mode = cycle[(position + 1) % len(cycle)]
+        self.mode = next_mode(self.mode, bypass_in_cycle=self.bypass_in_cycle)
         return self.mode
 
     def add_session_rule(self, rule: str) -> None:
@@ -92,36 +140,71 @@ class PermissionPolicy:
         if parsed not in self.session_allow:
             self.session_allow.append(parsed)
 
-    def decide(self, tool: str, kind: str, args: dict[str, Any]) -> Decision:
-        """See the module docstring for the order."""
-        if (first := self._rules_and_mode(tool, kind, args)) is not None:
+    def decide(self, tool: Declared, args: Mapping[str, Any]) -> Decision:
+        """See the module docstring for the order. `args` as the tool will read them
+        (`Tool.check`), so the paths judged are the paths it uses."""
+        if (first := self._rules_and_mode(tool, args)) is not None:
             return first
-        path = self._path_subject(tool, args)
-        if tool in ("Edit", "Write") and path is not None and (protected := _protected(path)) is not None:
-            return Decision("ask", f"{protected}: changes to it always ask")
-        allowed = self._hits([*self.allow, *self.session_allow], tool, args)
-        if path is not None and path.relative is None and not allowed:
+        touched = self.touched(tool, args)
+        if (odd := next((t for t in touched if t.subject is None), None)) is not None:
+            return Decision("ask", f"its {odd.argument!r} argument is not a path that can be checked")
+        for touch in touched:
+            if touch.use in WRITES and touch.subject and (protected := _protected(touch.subject)) is not None:
+                return Decision("ask", f"{protected}: changes to it always ask")
+        rules = [*self.allow, *self.session_allow, *self.turn_allow]
+        whole = any(r.names_tool(tool.name) for r in rules)
+        covered = [whole or self._path_ruled(rules, tool, t, deny=False) is not None for t in touched]
+        if any(t.subject and t.subject.relative is None and not ok for t, ok in zip(touched, covered, strict=True)):
             return Decision("ask", "the path is outside the workspace", outside_workspace=True)
-        if allowed or kind in ("read", "task"):
+        allowed = whole or self._command_allowed(tool, args, rules) or (bool(touched) and all(covered))
+        if allowed or tool.kind in ("read", "task"):
             return Decision("allow")
-        if self.mode == "acceptEdits" and kind == "edit":
-            return Decision("allow")
-        return Decision("ask", f"{tool} needs approval in {self.mode} mode")
+        if self.mode == "acceptEdits" and tool.kind == "edit" and any(t.use in WRITES for t in touched):
+            return Decision("allow")  # every path it writes is in the workspace and not protected (above)
+        if server := mcp_server(tool.name):
+            return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
+        return Decision("ask", f"{tool.name} needs approval in {self.mode} mode")
 
-    def _rules_and_mode(self, tool: str, kind: str, args: dict[str, Any]) -> Decision | None:
-        """Steps 1-3: deny rules, then the modes that decide alone."""
+    def _rules_and_mode(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
+        """Steps 1-3: deny rules, then the modes that decide alone (a network tool: all of it)."""
+        if tool.network is not None:
+            return self._decide_network(tool, args)
         denied = self._denied(tool, args)
         if isinstance(denied, Rule):
-            return Decision("deny", f"{tool} is denied by the permission rule {denied}")
+            return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
         if denied == "maybe" and (uncertain := self._uncertain(tool, args)) is not None:
             return uncertain
         if self.mode == "bypassPermissions":
             return Decision("allow")
-        if self.mode == "plan" and kind in ("edit", "execute"):
+        if self.mode == "plan" and tool.kind in ("edit", "execute"):
+            if mcp_server(tool.name) and any(r.names_tool(tool.name) for r in (*self.allow, *self.session_allow)):
+                return Decision("allow")  # an MCP tool an allow rule names (its server is not asked otherwise)
             return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
         return None
 
-    def _uncertain(self, tool: str, args: dict[str, Any]) -> Decision | None:
+    def _decide_network(self, tool: Declared, args: Mapping[str, Any]) -> Decision:
+        """A tool that reads the network: its deny rules (bare, or `domain:` the URL's host),
+        then `bypassPermissions`, then its allow rules; otherwise it asks, in every mode."""
+        host = _url_host(args.get(tool.network or ""))
+        denied = next((r for r in self.deny if r.tool == tool.name and r.matches_domain(host)), None)
+        if denied is not None:
+            return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
+        if self.mode == "bypassPermissions":
+            return Decision("allow")
+        allowed = (*self.allow, *self.session_allow, *self.turn_allow)
+        if any(r.tool == tool.name and r.matches_domain(host) for r in allowed):
+            return Decision("allow")
+        return Decision(
+            "ask", f"{tool.name} reads {host or 'the network'}; a {tool.name}(domain:{host or '…'}) rule allows it"
+        )
+
+    def host_named(self, host: str) -> bool:
+        """Whether an allow rule of a network tool names exactly `host` (`WebFetch(domain:localhost)`):
+        only then may it reach a private or local address."""
+        rules = (*self.allow, *self.session_allow, *self.turn_allow)
+        return any(r.tool in self.network_tools and r.names_host(host.lower()) for r in rules)
+
+    def _uncertain(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
         """A command that may run a denied program: denied where nobody is asked first
         (bypassPermissions; headless turns the "ask" into a denial), asked otherwise,
         unless the person allowed exactly this command."""
@@ -133,59 +216,85 @@ class PermissionPolicy:
             return Decision("deny", reason)
         if self.mode == "plan":
             return None  # plan mode denies every command anyway, with its own reason
-        exact = [r for r in (*self.allow, *self.session_allow) if r.tool == tool and r.spec and not r.is_prefix]
+        rules = (*self.allow, *self.session_allow, *self.turn_allow)
+        exact = [r for r in rules if r.tool == tool.name and r.spec and not r.is_prefix]
         if analysis is not None and any(r.matches_command_text(analysis.script) for r in exact):
             return Decision("allow")
         return Decision("ask", reason)
 
-    def _denied(self, tool: str, args: dict[str, Any]) -> Rule | Literal["maybe", "no"]:
+    def _denied(self, tool: Declared, args: Mapping[str, Any]) -> Rule | Literal["maybe", "no"]:
         """The deny rule that matches the call (named in the denial, so the person knows
         which one to change), "maybe" for a command that cannot be read fully, or "no"."""
-        whole = [r for r in self.deny if r.tool == tool and r.spec is None]
+        whole = [r for r in self.deny if r.names_tool(tool.name)]
         if whole:
             return whole[0]
-        family = rule_tools(tool, deny=True)
-        rules = [r for r in self.deny if r.tool in family and r.spec is not None]
-        if not rules:
-            return "no"
-        if tool == "Bash":
+        if tool.name == "Bash":  # the one tool whose rules are commands, read by the shell reader
+            rules = [r for r in self.deny if r.tool == tool.name and r.spec is not None]
             command = args.get("command")
-            if not isinstance(command, str):
+            if not rules or not isinstance(command, str):
                 return "no"
             analysis = analyse(command)
             found = command_denied(analysis, rules)
             if found != "yes":
                 return found
             return next((r for r in rules if command_denied(analysis, [r]) == "yes"), rules[0])
-        path = self._path_subject(tool, args)
-        return next((r for r in rules if r.matches_path(path)), "no") if path is not None else "no"
+        for touch in self.touched(tool, args):
+            if (rule := self._path_ruled(self.deny, tool, touch, deny=True)) is not None:
+                return rule
+        return "no"
 
-    def _hits(self, rules: list[Rule], tool: str, args: dict[str, Any]) -> bool:
-        if any(r.tool == tool and r.spec is None for r in rules):
-            return True
-        family = rule_tools(tool, deny=False)
-        rules = [r for r in rules if r.tool in family and r.spec is not None]
-        if not rules:
+    def _path_ruled(self, rules: Iterable[Rule], tool: Declared, touch: Touch, *, deny: bool) -> Rule | None:
+        """The first path rule of `rules` that speaks for `touch` and matches its path."""
+        if touch.subject is None:
+            return None
+        for rule in rules:
+            uses = self.declared.get(rule.tool, frozenset())
+            speaks = rule.spec is not None and speaks_for(rule.tool, uses, tool.name, touch.use, deny=deny)
+            if speaks and rule.matches_path(touch.subject):
+                return rule
+        return None
+
+    @staticmethod
+    def _command_allowed(tool: Declared, args: Mapping[str, Any], rules: list[Rule]) -> bool:
+        if tool.name != "Bash":
             return False
-        if tool == "Bash":
-            command = args.get("command")
-            return isinstance(command, str) and command_allowed(analyse(command), rules)
-        path = self._path_subject(tool, args)
-        return path is not None and any(r.matches_path(path) for r in rules)
+        command = args.get("command")
+        rules = [r for r in rules if r.tool == tool.name and r.spec is not None]
+        return bool(rules) and isinstance(command, str) and command_allowed(analyse(command), rules)
 
-    def suggest_rule(self, tool: str, args: dict[str, Any]) -> str:
+    def hides(self, tool: str) -> bool:
+        """Whether a deny rule names the whole tool, so the model is not even shown it
+        (for MCP tools: `mcp__server`, `mcp__server__*`, `mcp__server__tool`)."""
+        return any(r.names_tool(tool) for r in self.deny)
+
+    @staticmethod
+    def server_rule(tool: str) -> str:
+        """The rule "yes, and don't ask again for all tools of this server" adds; "" for a
+        tool that is not an MCP server's."""
+        return mcp_server_rule(tool)
+
+    def suggest_rule(self, tool: Declared, args: Mapping[str, Any]) -> str:
         """The rule that "yes, and don't ask again" adds: narrow, but useful next time.
 
         Never a bare tool name for a tool with a command or path: without one (a malformed
         call) the rule is `Tool()`, which matches nothing real.
         """
-        if tool == "Bash":
+        if tool.name == "Bash":
             command = args.get("command")
             return suggest_command_rule(command) if isinstance(command, str) else "Bash()"
-        if tool not in PATH_TOOLS:
-            return tool
-        path = self._path_subject(tool, args)
-        return self._suggest_path_rule(tool, path) if path is not None else f"{tool}()"
+        if tool.network is not None:
+            host = _url_host(args.get(tool.network))
+            return f"{tool.name}(domain:{host})" if host else f"{tool.name}()"
+        if not tool.paths:
+            return tool.name
+        touched = self.touched(tool, args)
+        if not touched or any(t.subject is None for t in touched):
+            return f"{tool.name}()"
+        # The path that made it ask: one outside the workspace, else one it writes.
+        pick = next((t for t in touched if t.subject and t.subject.relative is None), None)
+        pick = pick or next((t for t in touched if t.use in WRITES), touched[0])
+        assert pick.subject is not None
+        return self._suggest_path_rule(tool.name, pick.subject)
 
     def _suggest_path_rule(self, tool: str, path: PathSubject) -> str:
         """`Tool(<dir>/**)`: workspace-relative inside, absolute outside. A file whose
@@ -208,25 +317,41 @@ class PermissionPolicy:
     def read_denied(self, path: str) -> bool:
         """Whether a deny rule on reading covers `path`: Grep and Glob leave such files out
         of their results (the rule checked the search root; this checks what it found)."""
-        rules = [r for r in self.deny if r.tool in READING and r.spec is not None]
+        rules = [
+            r for r in self.deny if r.spec is not None and self.declared.get(r.tool, frozenset()) & {"read", "glob"}
+        ]
         return bool(rules) and any(r.matches_path(self._subject(Path(path))) for r in rules)
 
-    def _path_subject(self, tool: str, args: dict[str, Any]) -> PathSubject | None:
-        """The path a path tool touches (for Glob, where its pattern starts walking), or None."""
-        key = PATH_TOOLS.get(tool)
-        if key is None:
-            return None
-        raw = args.get(key)
-        if tool in ("Glob", "Grep") and raw in (None, ""):
-            base = self.workspace  # both search the workspace root by default
-        elif isinstance(raw, str) and raw:
-            base = self._resolve(raw)
-        else:
-            return None
-        pattern = args.get("pattern")
-        if tool == "Glob" and isinstance(pattern, str):
-            base = base / glob_literal_dir(pattern)  # `../*` or `/etc/*` walks elsewhere
-        return self._subject(base)
+    def touched(self, tool: Declared, args: Mapping[str, Any]) -> list[Touch]:
+        """Every path the call touches, by its tool's declaration (`core/access.py`): a `read`
+        argument left out is the workspace root; a `glob` starts under the `read` one."""
+        touches: list[Touch] = []
+        bases = [self.workspace]
+        for argument, use in tool.paths.items():
+            if use == "glob":
+                continue
+            values = _path_values(args.get(argument))
+            if values is None:
+                touches.append(Touch(argument, use, None))
+                continue
+            if not values and use == "read":
+                values = [str(self.workspace)]
+            paths = [self._resolve(value) for value in values]
+            if use == "read" and paths:
+                bases = paths
+            touches += [Touch(argument, use, self._subject(path)) for path in paths]
+        for argument, use in tool.paths.items():
+            if use != "glob":
+                continue
+            values = _path_values(args.get(argument))
+            if values is None:
+                touches.append(Touch(argument, use, None))
+                continue
+            # `../*` or `/etc/*` walks elsewhere than its base
+            touches += [
+                Touch(argument, use, self._subject(base / glob_literal_dir(v))) for v in values for base in bases
+            ]
+        return touches
 
     def _subject(self, base: Path) -> PathSubject:
         try:
@@ -240,32 +365,57 @@ class PermissionPolicy:
         return PathSubject(resolved.as_posix(), relative)
 
     def _resolve(self, raw: str) -> Path:
-        path = Path(raw).expanduser()
+        path = Path(raw)
+        with contextlib.suppress(RuntimeError):  # `~nobody/x`: no such home, so no expansion
+            path = path.expanduser()
         return path if path.is_absolute() else self.workspace / path
 
 
+def _url_host(url: object) -> str:
+    """The host a URL names, lower-case ("" for anything that is no URL)."""
+    try:
+        return (urlsplit(url).hostname or "").lower() if isinstance(url, str) else ""
+    except ValueError:
+        return ""
+
+
 def _protected(path: PathSubject) -> str | None:
-    """Why an edit of `path` is an edit of permissions (what runs or what is allowed), or None.
+    """Why an edit of `path` is an edit of permissions (what runs, what is allowed, which
+    hooks are trusted), or None.
 
     Names are compared casefolded: on a case-insensitive file system `.GIT/` is `.git/`.
     """
-    if path.relative is not None and path.relative.split("/")[0].casefold() == SETTINGS_DIR:
-        return f"{SETTINGS_DIR}/ holds todo-agent's own settings"
+    parts = path.relative.split("/") if path.relative is not None else PurePosixPath(path.absolute).parts
+    if SETTINGS_DIR in (part.casefold() for part in parts):
+        # A folder's own `.todo-agent/` is the project settings of whoever starts there.
+        return f"{SETTINGS_DIR}/ holds todo-agent's settings for the folder it is in"
     if ".git" in (part.casefold() for part in PurePosixPath(path.absolute).parts):
         return ".git/ holds hooks and configuration that git runs"
-    config_dir = _user_config_dir()
     absolute = Path(path.absolute)
-    if absolute == config_dir or config_dir in absolute.parents:
-        return f"{config_dir} holds your todo-agent settings"
+    for place, holds in (
+        (user_config_dir(), "holds your todo-agent settings"),
+        (data_root(), "holds todo-agent's hook trust, sessions and rewind journals"),
+    ):
+        directory = _resolved(place)
+        if absolute == directory or directory in absolute.parents:
+            return f"{directory} {holds}"
     return None
 
 
-def _user_config_dir() -> Path:
-    """The user settings file's directory, resolved (looked up per call: tests and users
-    may point XDG_CONFIG_HOME elsewhere)."""
-    from platformdirs import user_config_dir
-
+def _resolved(directory: Path) -> Path:
     try:
-        return Path(user_config_dir("todo-agent", appauthor=False)).resolve()
+        return directory.resolve()
     except (OSError, RuntimeError):
-        return Path(user_config_dir("todo-agent", appauthor=False))
+        return directory
+
+
+def _path_values(value: Any) -> list[str] | None:
+    """The paths an argument holds: none (left out or empty), one, or a list of them; None
+    when it holds something else (the gate cannot tell what the tool would make of it)."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return [v for v in value if v]
+    return None

@@ -17,11 +17,31 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..access import READ_ONLY, WRITES, PathUse
 from ..globs import compile_glob, covers, split_literal_prefix
 from .command_forms import WRAPPERS, Analysis, analyse
 from .shell import Script, Word, parse_script
 
-PATH_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "Glob": "path", "Grep": "path"}
+# --- MCP tools ----------------------------------------------------------------------
+
+MCP_PREFIX = "mcp__"
+MCP_SEPARATOR = "__"
+"""An MCP tool is `mcp__<server>__<tool>` (`core/mcp/names.py`); the server's part holds no `__`."""
+_BARE_RULE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def mcp_server(name: str) -> str | None:
+    """The server of an MCP tool's (or rule's) name: `mcp__github__create_issue` → `github`."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    part, _, _ = name[len(MCP_PREFIX) :].partition(MCP_SEPARATOR)
+    return part or None
+
+
+def mcp_server_rule(tool: str) -> str:
+    """The rule naming every tool of `tool`'s MCP server (`mcp__github`), or "" for other tools."""
+    server = mcp_server(tool)
+    return f"{MCP_PREFIX}{server}" if server else ""
 
 
 # --- Bash commands ------------------------------------------------------------------
@@ -130,15 +150,28 @@ class Rule:
             spec = rest[:-1].strip()
             if spec.removesuffix(":*").strip() == "" and spec.endswith(":*"):
                 raise ValueError(f"not a permission rule: {text!r} (an empty prefix would allow everything)")
-            if name.strip() in PATH_TOOLS and spec:
+            if name.strip() != "Bash" and spec:  # any other tool's spec is a path glob
                 compile_glob(os.path.expanduser(spec))  # ValueError: "invalid glob pattern …"
             return cls(name.strip(), spec)
-        if not text or not text.replace("_", "").isalnum():
-            raise ValueError(f"not a permission rule: {text!r} (expected e.g. Bash(git status) or Edit(src/**))")
+        bare = text.removesuffix(MCP_SEPARATOR + "*") if mcp_server(text) else text
+        if not _BARE_RULE.fullmatch(bare) or (bare != text and bare.count(MCP_SEPARATOR) != 1):
+            raise ValueError(
+                f"not a permission rule: {text!r} (expected e.g. Bash(git status), Edit(src/**) or mcp__server__tool)"
+            )
         return cls(text)
 
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
+
+    def names_tool(self, tool: str) -> bool:
+        """A rule without a spec names the tool itself; `mcp__server` and `mcp__server__*`
+        name every tool of that MCP server."""
+        if self.spec is not None:
+            return False
+        if self.tool == tool:
+            return True
+        server_rule = mcp_server_rule(tool)
+        return bool(server_rule) and self.tool in (server_rule, server_rule + MCP_SEPARATOR + "*")
 
     # Bash specs
 
@@ -157,6 +190,26 @@ class Rule:
         body = self.spec.removesuffix(":*") if self.is_prefix else self.spec
         return _match_words(_rule_words(body), words, prefix=self.is_prefix)
 
+    # network specs (`WebFetch(domain:docs.python.org)`, `WebFetch(domain:*.python.org)`)
+
+    def matches_domain(self, host: str) -> bool:
+        """Whether this rule covers fetching from `host` (lower-case): a bare tool rule
+        covers every host, `domain:x` that host, `domain:*.x` the hosts below x."""
+        if self.spec is None:
+            return True
+        kind, _, domain = self.spec.partition(":")
+        domain = domain.strip().lower()
+        if kind.strip() != "domain" or not domain or not host:
+            return False
+        if domain.startswith("*."):
+            return host.endswith(domain[1:])
+        return host == domain
+
+    def names_host(self, host: str) -> bool:
+        """Whether this rule names exactly `host` (no bare tool, no wildcard): what it takes
+        to let a fetch reach a private or local address."""
+        return self.spec is not None and self.spec.replace(" ", "").lower() == f"domain:{host}"
+
     # path specs
 
     def matches_path(self, subject: PathSubject) -> bool:
@@ -169,19 +222,24 @@ class Rule:
         return subject.relative is not None and covers(pattern, subject.relative)
 
 
-READING = frozenset({"Read", "Grep", "Glob"})
-WRITING = frozenset({"Edit", "Write"})
+def speaks_for(rule_tool: str, rule_uses: frozenset[PathUse], tool: str, use: PathUse, *, deny: bool) -> bool:
+    """Whether a path rule on `rule_tool` (whose declared paths are used as `rule_uses`)
+    applies to a path a call of `tool` uses as `use`.
 
-
-def rule_tools(tool: str, *, deny: bool) -> frozenset[str]:
-    """Which tools' path rules apply to a call of `tool`: a path rule covers every tool of
-    its kind (reading: Read, Grep, Glob; writing: Edit, Write), and a deny on reading also
-    covers Edit, whose result shows the file's lines. Bash and tool-only rules: just the tool."""
-    if tool in READING:
-        return READING
-    if tool == "Edit" and deny:
-        return READING | WRITING
-    return WRITING if tool in WRITING else frozenset({tool})
+    A rule covers its own tool, and every tool's paths of its family: a rule on a tool
+    that reads paths (Read, Grep, Glob, …) covers every path any tool reads; one on a tool
+    that writes (Edit, Write) every path any tool writes. A path a tool both reads and
+    writes (`edit`: Edit shows the file's lines) is denied by either, allowed only by a
+    rule on writing. Families come from the declarations, never from a list of names.
+    """
+    if rule_tool == tool:
+        return True
+    reads, writes = bool(rule_uses & READ_ONLY), bool(rule_uses & WRITES)
+    if use in READ_ONLY:
+        return reads
+    if use == "write":
+        return writes
+    return writes or (deny and reads)
 
 
 def command_allowed(analysis: Analysis, rules: list[Rule]) -> bool:

@@ -13,12 +13,12 @@ import contextlib
 import difflib
 import hashlib
 import json
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..places import data_root
 from ..tasks.reminders import OPEN_TAG
 
 HEADER_TYPE = "session"
@@ -26,15 +26,6 @@ NEAREST = 3
 """How many sessions an unknown id's error offers."""
 _TITLE_SCAN_LINES = 20
 """Lines the picker reads at most (for sessions whose header has no title)."""
-
-
-def data_root() -> Path:
-    override = os.environ.get("TODO_AGENT_HOME")
-    if override:
-        return Path(override).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("todo-agent", appauthor=False))
 
 
 def project_dir(workspace: Path, root: Path | None = None) -> Path:
@@ -56,6 +47,16 @@ def private_dir(directory: Path) -> Path:
             if stat.S_IMODE(path.stat().st_mode) != PRIVATE_DIR:
                 path.chmod(PRIVATE_DIR)
     return directory
+
+
+def task_list_path(name: str, root: Path | None = None) -> Path:
+    """Where a shared task list (`--task-list NAME`) lives: `<root>/task-lists/NAME.tasks.json`,
+    shared by every session and process that names it (the folder is private)."""
+    directory = (root or data_root()) / "task-lists"
+    directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    with contextlib.suppress(OSError):
+        directory.chmod(PRIVATE_DIR)
+    return directory / f"{name}.tasks.json"
 
 
 class SessionError(Exception):

@@ -12,6 +12,11 @@ is appended and flushed as it happens, and is one of:
   full transcript can still be shown above a "compacted here" marker.
 - `{"type": "rewind", "length": N}`: the history is cut back to its first N messages (a
   prompt that could not be sent is not kept to grow every later request).
+- any other `type` (a sub-agent's `agent_result`, `note`): kept for whoever reads it, skipped here.
+
+A sub-agent's transcript is a session file of its own in `<id>.agents/` beside its
+parent's (`for_agent`): no lock of its own (its parent's covers it); `view` reads one, or
+any session, without changing it.
 
 Sessions written before compaction existed have only message lines and load as before.
 Transcripts hold everything the model read: `sessions/` and each project folder are
@@ -126,6 +131,33 @@ class Session:
             "created": time.time(),
         }
         return session
+
+    @classmethod
+    def for_agent(cls, path: Path, header: dict[str, Any]) -> Session:
+        """A sub-agent's transcript at `path`; `header` joins the first line (written with
+        the first message, like a session's)."""
+        private_dir(path.parent)
+        session = cls(path.stem, path)
+        session._pending_header = {"type": HEADER_TYPE, "id": path.stem, **header, "created": time.time()}
+        return session
+
+    @classmethod
+    def view(cls, path: Path) -> Session:
+        """A transcript read to be shown: no lock, no repair, nothing written. SessionError
+        when it cannot be read."""
+        session = cls(path.stem, path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SessionError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        lines = raw.split(b"\n")
+        for number, line in enumerate(lines if raw.endswith(b"\n") else lines[:-1], start=1):
+            session._load_line(number, line)
+        return session
+
+    def note(self, record: dict[str, Any]) -> None:
+        """Append a record that is not a message (a sub-agent's result); skipped on loading."""
+        self._write_line(record)
 
     @classmethod
     def open(cls, path: Path) -> Session:

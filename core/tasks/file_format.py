@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, fields
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
-from .model import Task
+from .model import Attempt, Claim, Task
 from .rules import Tasks, violations
 
 FILE_FORMAT = 1
@@ -25,11 +25,26 @@ def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = ()
     `user_changes` are the person's panel edits the model has not been told about yet;
     kept in the file so that quitting before the next request does not lose them.
     """
-    rows = ",\n".join("  " + json.dumps(asdict(t), ensure_ascii=False) for t in tasks)
+    rows = ",\n".join("  " + json.dumps(task_json(t), ensure_ascii=False) for t in tasks)
     body = f"[\n{rows}\n]" if rows else "[]"
     changes = f', "user_changes": {json.dumps(list(user_changes), ensure_ascii=False)}' if user_changes else ""
     stamp = f', "version": {version}' if version else ""
     return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{stamp}{changes}, "tasks": {body}}}\n'.encode()
+
+
+_QUIET_DEFAULTS: dict[str, Any] = {"claim": None, "attempts": [], "created_by": "", "metadata": {}}
+"""Fields left out of a task's line while they hold their default: most tasks never meet a
+sub-agent, and files written before these fields existed read the same."""
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    """One task as saved (metadata as an object)."""
+    row = asdict(task)
+    row["metadata"] = dict(task.metadata)
+    for name, default in _QUIET_DEFAULTS.items():
+        if row[name] == default:
+            del row[name]
+    return row
 
 
 def decode_version(document: Any) -> int:
@@ -63,9 +78,10 @@ def decode(document: Any) -> tuple[Tasks, int]:
     return tasks, next_id
 
 
-_TEXT = {"id", "subject", "description", "activeForm", "status", "owner"}
+_TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by"}
 _IDS = {"blocks", "blockedBy"}
 _OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since"}
+_STRUCTURED = {"claim", "attempts", "metadata"}
 
 
 def _decode_task(raw: Any) -> Task:
@@ -89,9 +105,51 @@ def _decode_value(name: str, value: Any) -> Any:
         return value
     if name in _OPTIONAL_TIMES and value is None:
         return None
+    if name in _STRUCTURED:
+        return _decode_structured(name, value)
     if name not in _TEXT | _IDS | {"tool_calls"} and _is_number(value):
         return float(value)
     raise ValueError(f"task field '{name}' has a wrong type ({type(value).__name__})")
+
+
+def _decode_structured(name: str, value: Any) -> Any:
+    if name == "claim":
+        return None if value is None else _decode_claim(value)
+    if name == "attempts" and isinstance(value, list):
+        return tuple(_decode_attempt(item) for item in value)
+    if name == "metadata":
+        pairs = value.items() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if pairs is not None:
+            items = [tuple(pair) for pair in pairs]
+            if all(len(p) == 2 and all(isinstance(x, str) for x in p) for p in items):
+                return tuple(sorted(items))
+    raise ValueError(f"task field '{name}' is malformed")
+
+
+def _decode_claim(raw: Any) -> Claim:
+    if not isinstance(raw, dict):
+        raise ValueError("task field 'claim' is not an object")
+    agent, session, pid, since = (raw.get(k) for k in ("agent", "session", "pid", "since"))
+    if not (isinstance(agent, str) and isinstance(session, str) and _is_int(pid) and _is_number(since)):
+        raise ValueError("task field 'claim' is malformed")
+    return Claim(agent, session, pid, float(cast(float, since)), raw.get("done") is True)
+
+
+def _decode_attempt(raw: Any) -> Attempt:
+    if not isinstance(raw, dict) or not isinstance(raw.get("agent"), str) or not isinstance(raw.get("outcome"), str):
+        raise ValueError("a task attempt is malformed")
+    files = raw.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ValueError("a task attempt's files are malformed")
+    at = raw.get("at", 0.0)
+    return Attempt(
+        raw["agent"],
+        raw["outcome"],
+        str(raw.get("summary") or ""),
+        tuple(files),
+        float(at) if _is_number(at) else 0.0,
+        str(raw.get("session") or ""),
+    )
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

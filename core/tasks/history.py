@@ -1,13 +1,16 @@
-"""The plan's history: every change to the task list, by the model or the person.
+"""The plan's history: every change to the task list, by the model, a sub-agent or the person.
 
 `<session>.tasks.log.jsonl` gets one line per version of the list: who changed it
-(`model` or `person`), what (one line), when, the affected task as it was before (so
+(`model`, `person`, or `agent`: a sub-agent, or the claim and release of a task for one),
+what (one line), when, the affected task as it was before (so
 the person's change can be undone), and the list after it (id, status, subject). The
 line is appended and fsynced under the task list's lock, just before the list itself
 is replaced; each carries the list's `version`, which the list file also stores. So a
 crash between the two leaves a line whose version the list never reached: it is
 ignored on reading, and the next change reuses the number (the later line wins).
-A torn last line is skipped. Tool-count updates are not versions and are not logged.
+A line that cannot be read (torn by a crash, edited by hand, a time no clock can show
+such as `1e300`) is skipped and counted, and `/todos history` says how many. Tool-count
+updates are not versions and are not logged.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from typing import Any, Literal
 
 from .model import Task
 
-Who = Literal["model", "person"]
+Who = Literal["model", "person", "agent"]
+"""`agent`: a sub-agent, or the harness claiming and releasing tasks for one."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ def _parse(line: str) -> Version | None:
         entry = Version(
             version=int(raw["version"]),
             at=float(raw["at"]),
-            who="person" if raw.get("who") == "person" else "model",
+            who=raw["who"] if raw.get("who") in ("person", "agent") else "model",
             what=str(raw.get("what", "")),
             task_id=None if raw.get("task_id") is None else str(raw["task_id"]),
             before=raw.get("before") if isinstance(raw.get("before"), dict) else None,
@@ -111,25 +115,31 @@ def _parse(line: str) -> Version | None:
             undoable=raw.get("undoable") is True,
             extra=raw.get("extra") if isinstance(raw.get("extra"), dict) else {},
         )
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        time.localtime(entry.at)  # a time that cannot be shown (1e300, nan) makes the line unreadable
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError, OSError):
         return None
     return entry
 
 
-def read(path: Path, upto: int) -> list[Version]:
-    """The versions up to `upto` (the list file's version), oldest first; never raises."""
+def read(path: Path, upto: int) -> tuple[list[Version], int]:
+    """The versions up to `upto` (the list file's version), oldest first, and how many
+    lines could not be read; never raises."""
     with contextlib.suppress(OSError):
         text = path.read_text(encoding="utf-8", errors="replace")
         entries: list[Version] = []
+        skipped = 0
         for line in text.splitlines():
             entry = _parse(line)
-            if entry is None or entry.version > upto:
+            if entry is None:
+                skipped += bool(line.strip())
+                continue
+            if entry.version > upto:
                 continue
             while entries and entries[-1].version >= entry.version:  # a crash left a line the list never reached
                 entries.pop()
             entries.append(entry)
-        return entries
-    return []
+        return entries, skipped
+    return [], 0
 
 
 def last_undoable(entries: Sequence[Version]) -> Version | None:
@@ -141,15 +151,26 @@ def last_undoable(entries: Sequence[Version]) -> Version | None:
 MARKS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
 
 
-def render(entries: Sequence[Version], *, limit: int = 50) -> str:
+_WHAT_SHOWN = 300
+"""Characters of a change's description shown (one logged before subjects were bounded may be huge)."""
+
+
+def render(entries: Sequence[Version], *, limit: int = 50, skipped: int = 0) -> str:
     """`/todos history`: one line per version, newest last, with the list it left."""
+    note = ""
+    if skipped:
+        count, was = ("1 line", "was") if skipped == 1 else (f"{skipped} lines", "were")
+        note = f"({count} of the history could not be read and {was} skipped)"
     if not entries:
-        return "No changes to the task list yet."
+        return "\n".join(filter(None, ["No changes to the task list yet.", note]))
     shown = entries[-limit:]
     lines = [f"Task list history ({len(entries)} versions{', latest ' + str(limit) if len(entries) > limit else ''})"]
+    if note:
+        lines.append(note)
     for entry in shown:
         stamp = time.strftime("%H:%M:%S", time.localtime(entry.at))
         listing = " ".join(f"{MARKS.get(status, '?')}#{tid}" for tid, status, _ in entry.tasks) or "(empty)"
-        lines.append(f"v{entry.version:<3} {stamp}  {entry.who:<6}  {entry.what}")
+        what = entry.what if len(entry.what) <= _WHAT_SHOWN else entry.what[: _WHAT_SHOWN - 1] + "…"
+        lines.append(f"v{entry.version:<3} {stamp}  {entry.who:<6}  {what}")
         lines.append(f"      {listing}")
     return "\n".join(lines)

@@ -14,6 +14,48 @@ STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed")
 
 
 @dataclass(frozen=True)
+class AgentRef:
+    """A sub-agent as the plan knows it: its name and the session that runs it (two
+    processes on one shared list may both have an `explore-1`)."""
+
+    agent: str
+    session: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The sub-agent working a task now. Taken and given back under the list's lock."""
+
+    agent: str
+    """Its name, e.g. `explore-2` (also the task's `owner` while the claim lasts)."""
+    session: str
+    """The session whose process runs it."""
+    pid: int
+    """That process: a claim whose process is gone is released (`rules.release_dead`)."""
+    since: float
+    done: bool = False
+    """The agent marked the task completed; it becomes completed only if the run then
+    ends cleanly (the harness settles the task, not the agent's word)."""
+
+    def by(self, ref: AgentRef | None) -> bool:
+        return ref is not None and (self.agent, self.session) == (ref.agent, ref.session)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One sub-agent's run at a task, recorded when the task was given back."""
+
+    agent: str
+    outcome: str
+    """`completed`, `partial`, `failed`, `cancelled`, or `lost` (its process died)."""
+    summary: str = ""
+    files: tuple[str, ...] = ()
+    """What the run changed, as `path +A −R` lines measured from the task's change record."""
+    at: float = 0.0
+    session: str = ""
+
+
+@dataclass(frozen=True)
 class Task:
     """One task as the panel and the model see it. Frozen: the store replaces, never mutates."""
 
@@ -36,6 +78,14 @@ class Task:
     """Time spent in progress in earlier stints (a task can be set back to pending)."""
     progress_since: float | None = None
     """When the current stint in progress began; None when not in progress."""
+    claim: Claim | None = None
+    """The sub-agent working it now; None for the main agent's (or nobody's) task."""
+    attempts: tuple[Attempt, ...] = ()
+    """Earlier sub-agent runs at it, oldest first."""
+    created_by: str = ""
+    """The sub-agent that created it (a subtask); empty for the main agent or the person."""
+    metadata: tuple[tuple[str, str], ...] = ()
+    """Free-form key → value (values as JSON text) set through TaskUpdate, sorted by key."""
 
 
 def time_in_progress(task: Task, *, now: float) -> float:

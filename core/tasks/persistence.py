@@ -23,6 +23,8 @@ T = TypeVar("T")
 
 LOCK_TIMEOUT = 10.0
 """Seconds to wait for another process that holds the lock before giving up."""
+LOCK_MODE = 0o600
+"""Lock files are private like the files they guard (filelock's default is 0644)."""
 
 
 class PersistenceError(Exception):
@@ -48,7 +50,7 @@ def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T |
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(lock_path(path), timeout=LOCK_TIMEOUT):
+        with FileLock(lock_path(path), timeout=LOCK_TIMEOUT, mode=LOCK_MODE):
             try:
                 current: T | None = decode(json.loads(path.read_bytes().decode("utf-8")))
             except (OSError, ValueError, KeyError, TypeError, RecursionError):
@@ -73,7 +75,7 @@ def read_json(path: Path, decode: Callable[[Any], T]) -> tuple[T | None, str | N
     if not path.parent.is_dir():
         return None, None  # nothing saved yet; taking the lock would create the directory
     try:
-        with FileLock(lock_path(path), timeout=LOCK_TIMEOUT):
+        with FileLock(lock_path(path), timeout=LOCK_TIMEOUT, mode=LOCK_MODE):
             for leftover in temp_files(path):
                 with contextlib.suppress(OSError):
                     leftover.unlink()

@@ -25,8 +25,9 @@ headers in `HEADERS`, and ends with newline + `</system-reminder>`. Text a perso
 that merely contains the tag (or quotes a reminder after other text) does not count.
 The stop check's message has such a header too: it shows the list, so it counts.
 
-`unfinished_stop_check` runs when the model ends its turn: with a task still in
-progress it asks once per user turn to finish it or set it back to pending.
+`unfinished_stop_check` runs when the model ends its turn: with a task of its own still in
+progress it asks once per user turn to finish it or set it back to pending (a task a
+sub-agent has claimed is that sub-agent's to finish, and the harness settles it).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def unfinished_stop_check(store: TaskStore) -> Callable[[TurnEnd], str | None]:
     def check(state: TurnEnd) -> str | None:
         if state.continuations >= 1:
             return None
-        active = store.in_progress()
+        active = [t for t in store.in_progress() if t.claim is None]
         if not active:
             return None
         names = ", ".join(f'#{t.id} "{t.subject}"' for t in active)

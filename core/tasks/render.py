@@ -34,10 +34,15 @@ def render_for_model(tasks: Sequence[Task]) -> str:
     lines = []
     for task in tasks:
         line = f"#{task.id} [{task.status}] {task.subject}"
-        if task.owner:
+        if task.claim is not None:
+            line += f" (sub-agent {task.claim.agent} is working on it)"
+        elif task.owner:
             line += f" (owner: {task.owner})"
         blockers = open_blockers(task, tasks)
         if blockers:
             line += " [blocked by " + ", ".join(f"#{b}" for b in blockers) + "]"
+        if task.attempts:
+            last = task.attempts[-1]
+            line += f" [{len(task.attempts)} attempt(s); last: {last.outcome} by {last.agent}]"
         lines.append(line)
     return "\n".join(lines)

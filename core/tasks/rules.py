@@ -5,15 +5,42 @@ Every function takes an immutable tuple of tasks and returns the next tuple, or 
 that `violations` checks, e.g. on a file read from disk): unique ids below `next_id`,
 known statuses, `blocks`/`blockedBy` symmetric and pointing at existing tasks, and no
 cycles among blockers.
+
+Sub-agents (`core/agents/`) work the same list. A task is handed to one by `claim`: only
+a pending task with no owner and no open blocker, set to its owner and `in_progress` in
+one step. While the claim lasts the agent may change only that task's status, activeForm
+and metadata (marking it completed only records that it says so: `settle` decides) and
+the subtasks it created; the main agent may not change a claimed task at all. Work is
+attributed per worker: the main agent's task in progress is one without a claim, so
+"one task in progress" holds per owner.
+
+The plan must fit in front of the model: it is echoed in tool results and reminders, so
+one 1 MB subject would make every later request overflow. Text fields and the list's
+length are bounded (`MAX_LABEL`, `MAX_DESCRIPTION`, `MAX_TASKS`), for the model's edits
+and the person's alike; a change past a bound is refused, saying which and by how much.
+A list saved before the bounds (or edited by hand) is cut to them when read
+(`fit_limits`), with a note, never refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
-from .model import STATUSES, ReplaceOutcome, StoreError, Task, TaskStatus, TodoItem, UpdateOutcome, time_in_progress
+from .model import (
+    STATUSES,
+    AgentRef,
+    Attempt,
+    Claim,
+    ReplaceOutcome,
+    StoreError,
+    Task,
+    TaskStatus,
+    TodoItem,
+    UpdateOutcome,
+    time_in_progress,
+)
 
 Tasks = tuple[Task, ...]
 UPDATE_STATUSES: tuple[str, ...] = (*STATUSES, "deleted")
@@ -27,6 +54,8 @@ class Fields:
     description: str | None = None
     active_form: str | None = None
     owner: str | None = None
+    metadata: tuple[tuple[str, str | None], ...] = ()
+    """Keys to set (value as JSON text) or, with None, to remove."""
 
 
 def find(tasks: Tasks, task_id: str) -> Task:
@@ -44,11 +73,48 @@ def check_status(status: str, allowed: Sequence[str] = UPDATE_STATUSES, where: s
     return status
 
 
-def _subject(text: str, where: str = "") -> str:
-    subject = text.strip()
+MAX_LABEL = 200
+"""Characters of a subject (TodoWrite's `content`), an activeForm or an owner: a title, not a document."""
+MAX_DESCRIPTION = 4_000
+"""Characters of a description: what to do and how to tell it is done, not the material itself."""
+MAX_TASKS = 200
+"""Tasks in one list."""
+MAX_METADATA_KEYS = 20
+"""Keys of one task's metadata (each value bounded like a description)."""
+MAX_ATTEMPTS = 10
+"""Sub-agents' attempts kept on a task: the latest ones."""
+MAX_ATTEMPT_FILES = 50
+"""Files listed per attempt."""
+
+_ADVICE = {
+    "subject": "keep it a short title and put detail in description",
+    "content": "keep it a short title",
+    "description": "put long material in a file and name the file here",
+}
+
+
+def _bounded(text: str, name: str, limit: int, where: str = "") -> str:
+    """`text` stripped, or StoreError when it is longer than `limit` characters."""
+    text = text.strip()
+    if len(text) > limit:
+        advice = _ADVICE.get(name, "shorten it")
+        raise StoreError(f"{where}{name} is {len(text):,} characters; the limit is {limit:,} ({advice})")
+    return text
+
+
+def _subject(text: str, where: str = "", name: str = "subject") -> str:
+    subject = _bounded(text, name, MAX_LABEL, where)
     if not subject:
-        raise StoreError(f"{where}subject must not be empty")
+        raise StoreError(f"{where}{name} must not be empty")
     return subject
+
+
+def _room_for_one_more(tasks: Tasks) -> None:
+    if len(tasks) >= MAX_TASKS:
+        raise StoreError(
+            f"the task list already holds {len(tasks)} tasks, the most it may ({MAX_TASKS}); "
+            "delete finished or obsolete tasks first"
+        )
 
 
 def with_status(task: Task, status: TaskStatus, now: float) -> Task:
@@ -67,16 +133,82 @@ def with_status(task: Task, status: TaskStatus, now: float) -> Task:
 
 
 def create(
-    tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float
+    tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float, created_by: str = ""
 ) -> tuple[Tasks, Task]:
+    _room_for_one_more(tasks)
     task = Task(
         id=str(next_id),
         subject=_subject(subject),
-        description=description.strip(),
-        activeForm=active_form.strip(),
+        description=_bounded(description, "description", MAX_DESCRIPTION),
+        activeForm=_bounded(active_form, "activeForm", MAX_LABEL),
         created_at=now,
+        created_by=created_by,
     )
     return (*tasks, task), task
+
+
+def works_on(task: Task, by: AgentRef | None) -> bool:
+    """Whether `task` is in progress as the work of `by` (None: the main agent, whose
+    tasks are the unclaimed ones)."""
+    if task.status != "in_progress":
+        return False
+    return task.claim is None if by is None else task.claim is not None and task.claim.by(by)
+
+
+def check_update(tasks: Tasks, task_id: str, by: AgentRef | None, *, status: str | None, changes: Fields) -> None:
+    """Refuse an update its maker may not make: a sub-agent touching what is not its own
+    (its claimed task, the subtasks it created), or the main agent touching a claimed task."""
+    task = find(tasks, task_id)
+    claim = task.claim
+    if by is None:
+        if claim is not None:
+            raise StoreError(
+                f"task #{task_id} is being worked on by {claim.agent}: its result comes back as that Agent call's "
+                "result (the person can stop it from the task panel)"
+            )
+        return
+    if claim is not None and claim.by(by):
+        fixed = changes.subject is not None or changes.description is not None or changes.owner is not None
+        if fixed or status == "deleted":
+            raise StoreError(
+                f"you may change only the status, activeForm and metadata of your task #{task_id}; "
+                "create a subtask for anything else"
+            )
+        return
+    if task.created_by == by.agent and claim is None:
+        return
+    mine = next((t.id for t in tasks if t.claim is not None and t.claim.by(by)), None)
+    holder = f" (it is {claim.agent}'s)" if claim is not None else ""
+    yours = f"your task is #{mine}" if mine else "you have no task of your own"
+    raise StoreError(
+        f"task #{task_id} is not yours{holder}: {yours}; you may update only it and the subtasks you create"
+    )
+
+
+def _own_status(task: Task, status: str | None) -> Task:
+    """A sub-agent's status change of its claimed task: completed is recorded as what it
+    says (the task stays in progress until the run is settled); pending takes that back."""
+    if status is None or task.claim is None or status == "in_progress":
+        return task
+    return replace(task, claim=replace(task.claim, done=status == "completed"))
+
+
+def _with_metadata(task: Task, changes: Fields) -> Task:
+    if not changes.metadata:
+        return task
+    merged = dict(task.metadata)
+    for key, value in changes.metadata:
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[_bounded(key, "a metadata key", MAX_LABEL)] = _bounded(
+                value, f"metadata {key[:40]!r}", MAX_DESCRIPTION
+            )
+    if len(merged) > MAX_METADATA_KEYS:
+        raise StoreError(
+            f"a task holds at most {MAX_METADATA_KEYS} metadata keys; remove some (a null value removes one)"
+        )
+    return replace(task, metadata=tuple(sorted(merged.items())))
 
 
 def update(
@@ -88,20 +220,33 @@ def update(
     now: float,
     add_blocks: Iterable[str] = (),
     add_blocked_by: Iterable[str] = (),
+    by: AgentRef | None = None,
+    person: bool = False,
 ) -> tuple[Tasks, UpdateOutcome]:
+    """`by`: the sub-agent making the update (None: the main agent); `person`: the person,
+    from the panel, who may change anything."""
     old = find(tasks, task_id)
     if status is not None:
         check_status(status)
+    if not person:
+        check_update(tasks, task_id, by, status=status, changes=changes)
     if status == "deleted":
         return remove(tasks, task_id), UpdateOutcome(old, deleted=True)
     task = replace(
         old,
         subject=old.subject if changes.subject is None else _subject(changes.subject),
-        description=old.description if changes.description is None else changes.description.strip(),
-        activeForm=old.activeForm if changes.active_form is None else changes.active_form.strip(),
-        owner=old.owner if changes.owner is None else changes.owner.strip(),
+        description=old.description
+        if changes.description is None
+        else _bounded(changes.description, "description", MAX_DESCRIPTION),
+        activeForm=old.activeForm
+        if changes.active_form is None
+        else _bounded(changes.active_form, "activeForm", MAX_LABEL),
+        owner=old.owner if changes.owner is None else _bounded(changes.owner, "owner", MAX_LABEL),
     )
-    if status is not None:
+    task = _with_metadata(task, changes)
+    if by is not None and old.claim is not None and old.claim.by(by):
+        task = _own_status(task, status)
+    elif status is not None:
         task = with_status(task, cast(TaskStatus, status), now)
     new = tuple(task if t.id == task_id else t for t in tasks)
     for blocked in add_blocks:
@@ -114,7 +259,8 @@ def update(
 
 def _start_notes(tasks: Tasks, task: Task) -> tuple[str, ...]:
     notes = []
-    others = [t.id for t in tasks if t.status == "in_progress" and t.id != task.id]
+    worker = AgentRef(task.claim.agent, task.claim.session) if task.claim is not None else None
+    others = [t.id for t in tasks if works_on(t, worker) and t.id != task.id]
     if others:
         notes.append(f"Note: {_refs(others)} also in_progress; keep only one in progress.")
     blockers = open_blockers(task, tasks)
@@ -125,6 +271,56 @@ def _start_notes(tasks: Tasks, task: Task) -> tuple[str, ...]:
 
 def _refs(ids: Iterable[str]) -> str:
     return ", ".join(f"#{i}" for i in ids)
+
+
+# --- sub-agents: claim, settle, release ---------------------------------------------
+
+
+def claim(tasks: Tasks, task_id: str, taken: Claim, now: float) -> tuple[Tasks, Task]:
+    """Hand task `task_id` to a sub-agent: owner and in_progress in one step. Refused
+    unless the task is pending, has no owner and no open blocker."""
+    task = find(tasks, task_id)
+    if task.claim is not None:
+        raise StoreError(f"task #{task_id} is already being worked on by {task.claim.agent}")
+    if task.status != "pending":
+        raise StoreError(f"task #{task_id} is {task.status}, not pending: only a pending task can be handed out")
+    if task.owner:
+        raise StoreError(f"task #{task_id} already has an owner ({task.owner}); clear it first to hand it out")
+    blockers = open_blockers(task, tasks)
+    if blockers:
+        raise StoreError(f"task #{task_id} is blocked by {_refs(blockers)}: those must be completed first")
+    started = with_status(replace(task, owner=taken.agent, claim=taken), "in_progress", now)
+    return tuple(started if t.id == task_id else t for t in tasks), started
+
+
+def settle(tasks: Tasks, task_id: str, by: AgentRef, attempt: Attempt, now: float) -> tuple[Tasks, Task | None]:
+    """The end of `by`'s claim on `task_id`: completed if the agent marked it so and the
+    run ended cleanly (`attempt.outcome == "completed"`), otherwise pending again; the
+    owner is cleared and the attempt recorded. Nothing changes when the claim is no longer
+    `by`'s (the person deleted or took back the task meanwhile)."""
+    task = next((t for t in tasks if t.id == task_id), None)
+    if task is None or task.claim is None or not task.claim.by(by):
+        return tasks, None
+    done = task.claim.done and attempt.outcome == "completed"
+    kept = replace(attempt, files=attempt.files[:MAX_ATTEMPT_FILES], summary=_cut(attempt.summary, 500))
+    freed = replace(task, owner="", claim=None, attempts=(*task.attempts, kept)[-MAX_ATTEMPTS:])
+    if task.status == "in_progress":
+        freed = with_status(freed, "completed" if done else "pending", now)
+    return tuple(freed if t.id == task_id else t for t in tasks), freed
+
+
+def release_dead(
+    tasks: Tasks, dead: Callable[[Claim], bool], attempt: Callable[[Task], Attempt], now: float
+) -> tuple[Tasks, tuple[Task, ...]]:
+    """Give back every claim whose process is gone (`dead`), recording `attempt(task)`."""
+    released: list[Task] = []
+    for task in tasks:
+        if task.claim is not None and dead(task.claim):
+            ref = AgentRef(task.claim.agent, task.claim.session)
+            tasks, freed = settle(tasks, task.id, ref, attempt(task), now)
+            if freed is not None:
+                released.append(freed)
+    return tasks, tuple(released)
 
 
 def link(tasks: Tasks, blocker: str, blocked: str) -> Tasks:
@@ -189,24 +385,34 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     subject, one that also has the item's status is preferred, so dropping one of two
     look-alikes keeps the right id.
     """
+    if len(todos) > MAX_TASKS:
+        raise StoreError(f"todos has {len(todos):,} items; the list may hold at most {MAX_TASKS}")
     unmatched: dict[str, list[Task]] = {}
     for task in tasks:
         unmatched.setdefault(task.subject, []).append(task)
     new: list[Task] = []
     for n, item in enumerate(todos):
         where = f"todos[{n}]: "
-        subject = _subject(item.content, where)
+        subject = _subject(item.content, where, "content")
         status = cast(TaskStatus, check_status(item.status, STATUSES, where))
+        active_form = _bounded(item.active_form, "activeForm", MAX_LABEL, where)
         same = unmatched.get(subject)
         if same:
             pick = next((t for t in same if t.status == status), same[0])
             same.remove(pick)
-            base = replace(pick, activeForm=item.active_form.strip())
+            if pick.claim is not None and status != pick.status:
+                raise StoreError(f'{where}"{subject}" is being worked on by {pick.claim.agent}; leave it in_progress')
+            base = replace(pick, activeForm=active_form)
         else:
-            base = Task(id=str(next_id), subject=subject, activeForm=item.active_form.strip(), created_at=now)
+            base = Task(id=str(next_id), subject=subject, activeForm=active_form, created_at=now)
             next_id += 1
         new.append(with_status(base, status, now))
     kept = {t.id for t in new}
+    for task in tasks:
+        if task.id not in kept and task.claim is not None:
+            raise StoreError(
+                f'#{task.id} "{task.subject}" is being worked on by {task.claim.agent}; keep it in the list'
+            )
     result = tuple(
         replace(t, blocks=tuple(b for b in t.blocks if b in kept), blockedBy=tuple(b for b in t.blockedBy if b in kept))
         for t in new
@@ -217,9 +423,10 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     return result, next_id, ReplaceOutcome(result, dropped, notes)
 
 
-def record_tool_call(tasks: Tasks, elapsed: float) -> tuple[Tasks, Task | None]:
-    """Count a tool call to the task in progress; with several, the latest started."""
-    active = [t for t in tasks if t.status == "in_progress"]
+def record_tool_call(tasks: Tasks, elapsed: float, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:
+    """Count a tool call to `by`'s task in progress (None: the main agent's); with
+    several, the latest started."""
+    active = [t for t in tasks if works_on(t, by)]
     if not active:
         return tasks, None
     target = max(active, key=lambda t: t.started_at or 0.0)
@@ -235,6 +442,30 @@ def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
     order = list(tasks)
     order.insert(index, order.pop(old))
     return tuple(order), old, index
+
+
+def fit_limits(tasks: Tasks) -> tuple[Tasks, list[str]]:
+    """`tasks` with every text field cut to its bound (an ellipsis at the cut), and one
+    line per field cut: for a list saved before the bounds existed, or edited by hand."""
+    notes: list[str] = []
+    fitted: list[Task] = []
+    for task in tasks:
+        cut = replace(
+            task,
+            subject=_cut(task.subject, MAX_LABEL),
+            activeForm=_cut(task.activeForm, MAX_LABEL),
+            owner=_cut(task.owner, MAX_LABEL),
+            description=_cut(task.description, MAX_DESCRIPTION),
+        )
+        for name in ("subject", "activeForm", "owner", "description"):
+            if getattr(cut, name) != getattr(task, name):
+                notes.append(f"#{short_id(task.id)} {name} ({len(getattr(task, name)):,} characters)")
+        fitted.append(cut)
+    return tuple(fitted), notes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- invariants ---------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from . import file_format, history, rules
-from .model import STATUSES, ReplaceOutcome, StoreError, Task, TodoItem, UpdateOutcome
+from .model import STATUSES, AgentRef, Attempt, Claim, ReplaceOutcome, StoreError, Task, TodoItem, UpdateOutcome
 from .persistence import PersistenceError, read_json, update_atomic
 
 R = TypeVar("R")
@@ -34,6 +34,17 @@ class _Change(Generic[R]):
     """Write the file even though the list did not change (the pending edits did)."""
     entry: Entry | None = None
     """For the plan history: a change worth a version (tool counts are not)."""
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The list as another process left it on disk (`TaskStore.peek`)."""
+
+    tasks: tuple[Task, ...]
+    next_id: int
+    changes: tuple[str, ...]
+    version: int
+    history: tuple[history.Version, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,9 +92,12 @@ class TaskStore:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._user_changes: list[str] = list(user_changes)
         self._version = version
-        self._history: list[history.Version] = (
-            history.read(history.history_path(path), version) if path is not None else []
+        # history_skipped: lines of the plan history that could not be read (`/todos history` says so).
+        self._history, self.history_skipped = (
+            history.read(history.history_path(path), version) if path is not None else ([], 0)
         )
+        self._seen: tuple[int, int, int] | None = None
+        """The file's stamp when `peek` last read it."""
 
     @classmethod
     def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
@@ -92,6 +106,17 @@ class TaskStore:
             return cls(None, clock=clock)
         loaded, warning = read_json(path, _decode_saved)
         tasks, next_id, changes, version = loaded if loaded is not None else ((), 1, (), 0)
+        tasks, cut = rules.fit_limits(tasks)
+        if cut:  # saved before the bounds, or edited by hand: cut now, saved so at the next change
+            warning = (
+                f"The task list held text longer than its limits, cut to them: {', '.join(cut[:5])}"
+                f"{f' and {len(cut) - 5} more' if len(cut) > 5 else ''}. The full text stays in the transcript."
+            )
+        if len(tasks) > rules.MAX_TASKS:
+            warning = (warning + " " if warning else "") + (
+                f"The task list holds {len(tasks)} tasks, more than the {rules.MAX_TASKS} a list may have: "
+                "nothing is dropped, but no task can be added until some are deleted."
+            )
         return cls(
             path, tasks=tasks, next_id=next_id, warning=warning, clock=clock, user_changes=changes, version=version
         )
@@ -114,9 +139,10 @@ class TaskStore:
     def in_progress(self) -> tuple[Task, ...]:
         return tuple(t for t in self._tasks if t.status == "in_progress")
 
-    def current(self) -> Task | None:
-        """The task work is attributed to: the one in progress (the latest started)."""
-        active = self.in_progress()
+    def current(self, by: AgentRef | None = None) -> Task | None:
+        """The task `by`'s work is attributed to (None: the main agent, whose tasks are the
+        unclaimed ones): its task in progress, the latest started."""
+        active = [t for t in self._tasks if rules.works_on(t, by)]
         return max(active, key=lambda t: t.started_at or 0.0) if active else None
 
     @property
@@ -129,13 +155,23 @@ class TaskStore:
 
     # --- model-side mutations ------------------------------------------------------
 
-    async def create(self, subject: str, description: str = "", active_form: str = "") -> Task:
+    async def create(self, subject: str, description: str = "", active_form: str = "", created_by: str = "") -> Task:
+        """A new task; `created_by` names the sub-agent that made it (a subtask)."""
+
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             new, task = rules.create(
-                tasks, next_id, subject, description=description, active_form=active_form, now=self.clock()
+                tasks,
+                next_id,
+                subject,
+                description=description,
+                active_form=active_form,
+                now=self.clock(),
+                created_by=created_by,
             )
+            who: history.Who = "agent" if created_by else "model"
+            by = f" by {created_by}" if created_by else ""
             return _Change(
-                new, next_id + 1, task, entry=Entry("model", f'created #{task.id} "{task.subject}"', task.id)
+                new, next_id + 1, task, entry=Entry(who, f'created #{task.id} "{task.subject}"{by}', task.id)
             )
 
         return await self._mutate(step)
@@ -151,8 +187,13 @@ class TaskStore:
         owner: str | None = None,
         add_blocks: Sequence[str] = (),
         add_blocked_by: Sequence[str] = (),
+        metadata: Sequence[tuple[str, str | None]] = (),
+        by: AgentRef | None = None,
     ) -> UpdateOutcome:
-        fields = rules.Fields(subject=subject, description=description, active_form=active_form, owner=owner)
+        """The model's update; `by` is the sub-agent making it (None: the main agent)."""
+        fields = rules.Fields(
+            subject=subject, description=description, active_form=active_form, owner=owner, metadata=tuple(metadata)
+        )
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[UpdateOutcome]:
             new, outcome = rules.update(
@@ -163,9 +204,12 @@ class TaskStore:
                 now=self.clock(),
                 add_blocks=add_blocks,
                 add_blocked_by=add_blocked_by,
+                by=by,
             )
             what = rules.describe_update(tasks, new, task_id, deleted=outcome.deleted)
-            return _Change(new, next_id, outcome, entry=Entry("model", what, task_id) if what else None)
+            who: history.Who = "model" if by is None else "agent"
+            what = f"{what} (by {by.agent})" if what and by is not None else what
+            return _Change(new, next_id, outcome, entry=Entry(who, what, task_id) if what else None)
 
         return await self._mutate(step)
 
@@ -179,14 +223,85 @@ class TaskStore:
 
         return await self._mutate(step)
 
-    async def record_tool_call(self, elapsed: float) -> Task | None:
-        """Count one non-task tool call to the task in progress (the latest started)."""
+    async def record_tool_call(self, elapsed: float, by: AgentRef | None = None) -> Task | None:
+        """Count one non-task tool call to `by`'s task in progress (None: the main agent's)."""
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
-            new, task = rules.record_tool_call(tasks, elapsed)
+            new, task = rules.record_tool_call(tasks, elapsed, by)
             return _Change(new, next_id, task)
 
         return await self._mutate(step)
+
+    # --- sub-agents (core/agents/) ---------------------------------------------------
+
+    async def claim(self, task_id: str, taken: Claim) -> Task:
+        """Hand `task_id` to a sub-agent, under the list's lock (so two processes on one
+        list cannot both get it); StoreError when the rules refuse (`rules.claim`)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            new, task = rules.claim(tasks, task_id, taken, self.clock())
+            return _Change(new, next_id, task, entry=Entry("agent", f"#{task_id} claimed by {taken.agent}", task_id))
+
+        return await self._mutate(step)
+
+    async def settle(self, task_id: str, by: AgentRef, attempt: Attempt) -> Task | None:
+        """End `by`'s claim on `task_id` (`rules.settle`); None when it no longer held it."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
+            new, task = rules.settle(tasks, task_id, by, attempt, self.clock())
+            if task is None:
+                return _Change(tasks, next_id, None)
+            what = f"#{task_id} released by {by.agent} ({attempt.outcome}): {task.status}"
+            return _Change(new, next_id, task, entry=Entry("agent", what, task_id))
+
+        return await self._mutate(step)
+
+    def release_dead(self, dead: Callable[[Claim], bool], attempt: Callable[[Task], Attempt]) -> tuple[Task, ...]:
+        """At load: give back the claims of processes that are gone (a kill -9 mid-run)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[tuple[Task, ...]]:
+            new, released = rules.release_dead(tasks, dead, attempt, self.clock())
+            if not released:
+                return _Change(tasks, next_id, ())
+            names = ", ".join(f"#{t.id} ({t.attempts[-1].agent})" for t in released)
+            return _Change(
+                new, next_id, released, entry=Entry("agent", f"released the claims of a dead process: {names}")
+            )
+
+        return self.apply_now(step) if any(t.claim is not None for t in self._tasks) else ()
+
+    def peek(self) -> Saved | None:
+        """What is saved now, if the file changed since last looked at (another process
+        works a shared list, `--task-list`). Blocking, but a `stat` when nothing changed."""
+        if self.path is None:
+            return None
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if stamp == self._seen:
+            return None
+        loaded, _ = read_json(self.path, _decode_saved)
+        if loaded is None:
+            return None
+        self._seen = stamp
+        versions, _ = history.read(history.history_path(self.path), loaded[3])
+        return Saved(*loaded, tuple(versions))
+
+    def adopt(self, saved: Saved) -> bool:
+        """Make `saved` (from `peek`) the current state if it is newer; whether it was.
+        On the event loop, like every change (a change of ours meanwhile wins)."""
+        if saved.version <= self._version:
+            return False
+        self._tasks, self._next_id, self._version, self._history = (
+            saved.tasks,
+            saved.next_id,
+            saved.version,
+            list(saved.history),
+        )
+        self._user_changes = [*self._user_changes, *(c for c in saved.changes if c not in self._user_changes)]
+        return True
 
     # --- edits made by the person (the task panel) ---------------------------------
 
@@ -204,7 +319,9 @@ class TaskStore:
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             before = rules.find(tasks, task_id)
-            new, outcome = rules.update(tasks, task_id, status=status, changes=rules.Fields(), now=self.clock())
+            new, outcome = rules.update(
+                tasks, task_id, status=status, changes=rules.Fields(), now=self.clock(), person=True
+            )
             log = f"marked #{task_id} {status}" if before.status != status else ""
             return _Change(new, next_id, outcome.task, log, entry=_person(log, tasks, task_id) if log else None)
 
@@ -212,7 +329,9 @@ class TaskStore:
 
     async def user_delete(self, task_id: str) -> Task:
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
-            new, outcome = rules.update(tasks, task_id, status="deleted", changes=rules.Fields(), now=self.clock())
+            new, outcome = rules.update(
+                tasks, task_id, status="deleted", changes=rules.Fields(), now=self.clock(), person=True
+            )
             log = f'deleted #{task_id} "{outcome.task.subject}"'
             return _Change(new, next_id, outcome.task, log, entry=_person(log, tasks, task_id))
 
@@ -236,7 +355,9 @@ class TaskStore:
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             before = rules.find(tasks, task_id)
-            new, outcome = rules.update(tasks, task_id, status=None, changes=rules.Fields(subject=subject), now=0.0)
+            new, outcome = rules.update(
+                tasks, task_id, status=None, changes=rules.Fields(subject=subject), now=0.0, person=True
+            )
             if outcome.task.subject == before.subject:
                 return _Change(new, next_id, outcome.task)
             log = f'renamed #{task_id} "{before.subject}" to "{outcome.task.subject}"'
@@ -273,7 +394,9 @@ class TaskStore:
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             if any(e.extra.get("rewind") == rewind_id for e in self._history):  # recovery re-running it
                 return _Change(tasks, next_id, rules.find(tasks, task_id))
-            new, outcome = rules.update(tasks, task_id, status="pending", changes=rules.Fields(), now=self.clock())
+            new, outcome = rules.update(
+                tasks, task_id, status="pending", changes=rules.Fields(), now=self.clock(), person=True
+            )
             entry = Entry("person", text, task_id, extra={"rewind": rewind_id})
             return _Change(new, next_id, outcome.task, text, entry=entry)
 
@@ -414,7 +537,7 @@ def _undo(tasks: tuple[Task, ...], target: history.Version) -> tuple[Task, ...]:
 
 def _decode_versioned(document: Any) -> tuple[tuple[Task, ...], int, int]:
     tasks, next_id = file_format.decode(document)
-    return tasks, next_id, file_format.decode_version(document)
+    return rules.fit_limits(tasks)[0], next_id, file_format.decode_version(document)
 
 
 def _decode_saved(document: Any) -> tuple[tuple[Task, ...], int, tuple[str, ...], int]:

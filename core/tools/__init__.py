@@ -2,5 +2,6 @@
 the declaration seam (`base`, `arguments`) and the per-call context every tool gets (`context`).
 
 Imports the session, the lifecycle seams, events, the task list, the model seam and the small
-helpers; never the permission gate (tools never decide their own permission) or the engine.
+helpers; never the permission gate (tools never decide their own permission: they declare
+what they touch, `core/access.py`, and the gate decides) or the engine.
 """

@@ -4,34 +4,68 @@ The arguments model (`arguments.py`) gives the JSON schema the model sees and th
 of what it sends; the description is the Markdown file named after the tool, beside its
 module (`TaskCreate` → `task_create.md`). `declare()` joins them into a `Tool`, whose
 `run` takes the raw argument dict and answers bad arguments with one `ToolError` line
-before the function runs. Adding a tool is one declaration and one function:
+before the function runs. `paths` says which arguments are paths and whether the tool
+reads or writes them (`core/access.py`): the permission gate asks before a path outside
+the workspace and applies the path rules (`deny = ["Read(.env)"]`) to exactly those,
+so a tool that leaves one out could read any file unasked.
+
+Adding a tool is one declaration and one function. This is the pattern the file tools
+follow: the path type that refuses empty and NUL-byte paths, disk work in a worker
+thread (a big file or a slow disk never stalls the app), the file opened with
+`open_regular` (a directory, FIFO or device is refused, never opened: reading a FIFO
+would wait for ever), a cap on what is read, and a binary file refused rather than
+counted as text:
 
 ```python
 # core/tools/word_count.py, with its description in core/tools/word_count.md
+import asyncio
+from pathlib import Path
+
 from pydantic import Field
 
+from .arguments import Arguments, PathText
+from .base import declare
 from .context import ToolContext
-from .arguments import Arguments, Text
-from .base import ToolError, declare
+from .fs import BINARY_SAMPLE, display_path, looks_binary, open_regular
+from .results import ToolError
+
+MAX_BYTES = 10_000_000
 
 
 class WordCountArgs(Arguments):
-    file_path: Text = Field(description="Path of the file to count.")
+    file_path: PathText = Field(description="Path of the file (absolute, or relative to the workspace).")
+
+
+def _count(path: Path, shown: str) -> int:
+    opened = open_regular(path, shown)
+    if opened is None:
+        raise ToolError(f"File does not exist: {shown}")
+    try:
+        with opened as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_BYTES:
+        raise ToolError(f"{shown} is over {MAX_BYTES:,} bytes; count it with Bash (`wc -w`)")
+    if looks_binary(data[:BINARY_SAMPLE]):
+        raise ToolError(f"{shown} looks like a binary file; WordCount counts the words of text")
+    return len(data.decode("utf-8", errors="replace").split())
 
 
 async def word_count(args: WordCountArgs, ctx: ToolContext) -> str:
-    try:
-        text = ctx.resolve(args.file_path).read_text(errors="replace")
-    except OSError as exc:
-        raise ToolError(f"Cannot read {args.file_path}: {exc.strerror}") from exc
-    return f"{len(text.split())} words"
+    path = ctx.resolve(args.file_path)
+    shown = display_path(path, ctx)
+    return f"{shown}: {await asyncio.to_thread(_count, path, shown)} words"
 
 
-WORD_COUNT = declare("WordCount", WordCountArgs, word_count, kind="read")
+WORD_COUNT = declare("WordCount", WordCountArgs, word_count, kind="read", paths={"file_path": "read"})
 ```
 
-then list it in `build_tools()` (`core/runtime.py`) and regenerate the schema snapshot
-(`pytest tests/test_tool_schemas.py --update-tool-schemas`).
+then list it in `build_tools()` (`core/runtime.py`), regenerate the schema snapshot
+(`pytest tests/test_tool_schemas.py --update-tool-schemas`) and re-measure the fixed
+prompt (`python benchmarks/prefix.py`; README, "A window too small"). A tool built
+without `declare()` (from an MCP server's schema) is a `Tool` value with the same
+fields; left at its defaults it asks before every call.
 """
 
 from __future__ import annotations
@@ -41,18 +75,16 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal, TypeVar
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ..access import PathUse, ToolKind, check_declaration
 from ..model.history import strict_json
 from .arguments import Arguments, arguments_error
 from .context import ToolContext
 from .results import ToolError, ToolResult
-
-ToolKind = Literal["read", "edit", "execute", "task"]
-"""`read` never writes; `edit` writes files (the path is in `file_path`); `execute`
-runs commands; `task` only touches the agent's own task list."""
 
 A = TypeVar("A", bound=Arguments)
 _PKG = "todo_agent.core.tools"
@@ -61,17 +93,46 @@ _PKG = "todo_agent.core.tools"
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]
 
 
+def _as_sent(args: dict[str, Any]) -> dict[str, Any]:
+    return args
+
+
 @dataclass(frozen=True)
 class Tool:
+    """A tool as the agent runs it and the permission gate judges it.
+
+    Built by `declare()` for the tools here; a tool from elsewhere (an MCP server's) may
+    be built directly, and is then gated safely by default: `kind="execute"` and no path
+    asks before every call. Give it a `kind` of `read` only if it reads nothing but the
+    paths it declares.
+    """
+
     name: str
     description: str
     parameters: Mapping[str, Any]
     """The JSON schema of the arguments (for a declared tool, built on first use)."""
     run: ToolFunc
-    kind: ToolKind = "read"
+    kind: ToolKind = "execute"
     summarize: Callable[[dict[str, Any]], str] = field(default=lambda args: "")
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None
     """What the approval prompt shows (a unified diff for file edits)."""
+    paths: Mapping[str, PathUse] = field(default_factory=dict)
+    """Argument name → what the tool does with that path (`core/access.py`): the gate's
+    outside-workspace prompt and path rules apply to exactly these arguments."""
+    check: Callable[[dict[str, Any]], dict[str, Any]] = _as_sent
+    """The arguments as the tool will read them (a declared tool's model, validated and
+    dumped: aliases renamed, lenient forms decoded), or `ToolError`. The gate judges
+    these, so what it checks is what the tool then uses."""
+    network: str | None = None
+    """The argument holding a URL the tool reads from the network (`core/access.py`): the
+    gate asks for it unless a `Tool(domain:host)` rule allows the host."""
+    fan_out: bool = False
+    """Calls of this tool in one response run side by side (each is asked about and decided
+    alone) and show their progress live (`ctx.live`): the `Agent` tool."""
+
+    def __post_init__(self) -> None:
+        check_declaration(self.name, self.kind, self.paths, self.network)
+        object.__setattr__(self, "paths", MappingProxyType(dict(self.paths)))
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -91,19 +152,52 @@ def declare(
     run: Callable[[A, ToolContext], Awaitable[ToolResult | str]],
     *,
     kind: ToolKind,
+    paths: Mapping[str, PathUse] | None = None,
+    network: str | None = None,
     summarize: Callable[[dict[str, Any]], str] = lambda args: "",
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
+    fan_out: bool = False,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
-    Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`)."""
+    Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`).
+
+    `paths` names the arguments that are paths and what the tool does with each
+    (`{"file_path": "read"}`; uses in `core/access.py`). A `read` or `edit` tool must say,
+    `paths={}` when it has none: forgetting would let it reach any file unasked.
+    `network` names the argument holding a URL a read tool fetches (`"url"`).
+    """
+    if paths is None:
+        if kind in ("read", "edit"):
+            raise ValueError(
+                f"tool {name}: say which arguments are paths, e.g. paths={{'file_path': 'read'}} (or paths={{}})"
+            )
+        paths = {}
+    unknown = sorted({*paths, *([network] if network else [])} - set(arguments.model_fields))
+    if unknown:
+        raise ValueError(f"tool {name}: {', '.join(unknown)} in paths is not an argument of {arguments.__name__}")
 
     async def checked(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
         return await run(parse_as(arguments, args), ctx)
 
+    def normalised(args: dict[str, Any]) -> dict[str, Any]:
+        return parse_as(arguments, args).model_dump()
+
     if description is None:
         description = load_description(_PKG, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() + ".md")
-    return Tool(name, description, _LazySchema(arguments), checked, kind, summarize, preview)
+    return Tool(
+        name,
+        description,
+        _LazySchema(arguments),
+        checked,
+        kind,
+        summarize,
+        preview,
+        paths,
+        normalised,
+        network=network,
+        fan_out=fan_out,
+    )
 
 
 class _LazySchema(Mapping[str, Any]):

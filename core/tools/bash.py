@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..pipes import CappedOutput, open_read_pipe, signal_group, wait_exit
+from ..pipes import PROC, CappedOutput, open_read_pipe, stop_group
 from .arguments import Arguments, Count, Hint, Text
 from .base import declare, short
 from .context import HIDDEN_ENV, ToolContext
@@ -61,62 +61,8 @@ class _Shell:
         self.pipe.close()
 
 
-_PROC = Path("/proc")
-
-
-def _descendants(root: int) -> dict[int, str]:
-    """Every process below `root` (pid → name), read from /proc; empty without /proc."""
-    children: dict[int, list[int]] = {}
-    names: dict[int, str] = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(_PROC):
-            if not entry.name.isdigit():
-                continue
-            try:
-                text = (_PROC / entry.name / "stat").read_text()
-            except OSError:  # gone meanwhile
-                continue
-            pid, ppid = int(entry.name), int(text[text.rfind(")") + 2 :].split()[1])
-            names[pid] = text[text.find("(") + 1 : text.rfind(")")]
-            children.setdefault(ppid, []).append(pid)
-    found: dict[int, str] = {}
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            found[child] = names[child]
-            stack.append(child)
-    return found
-
-
-def _still_running(pid: int, group: int) -> bool:
-    """Alive (not a zombie) and outside `group`: a process that left the command's group."""
-    try:
-        state = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z" and os.getpgid(pid) != group
-    except (OSError, IndexError):
-        return False
-
-
 async def _kill_group(proc: Process) -> list[str]:
-    """SIGTERM the command's whole process group, then SIGKILL whatever is left, and also
-    the processes it started that left the group (`setsid`, daemons), found through
-    /proc before the group went. Returns those, as `pid (name)`."""
-    family: dict[int, str] = {}
-    escaped: list[int] = []
-    try:
-        family = await asyncio.to_thread(_descendants, proc.pid)
-        signal_group(proc.pid, signal.SIGTERM)
-        await wait_exit(proc, _KILL_GRACE)
-    finally:
-        # Also when a second cancellation cuts the look or the grace short (quitting the
-        # app cancels the turn, then asyncio's shutdown cancels it again): nothing survives.
-        signal_group(proc.pid, signal.SIGKILL)
-        escaped = [pid for pid in family if _still_running(pid, proc.pid)]
-        for pid in escaped:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-    await wait_exit(proc, _KILL_GRACE)
-    return [f"{pid} ({family[pid]})" for pid in escaped]
+    return await stop_group(proc, _KILL_GRACE)
 
 
 def _timeout_note(seconds: float, escaped: list[str]) -> str:
@@ -126,7 +72,7 @@ def _timeout_note(seconds: float, escaped: list[str]) -> str:
             f"its process group was killed, and so were {len(escaped)} process(es) it started that had left "
             f"its process group (setsid, daemons): {', '.join(escaped)}."
         )
-    if not _PROC.is_dir():
+    if not PROC.is_dir():
         return note + (
             "its process group was killed; processes that left the group (setsid, daemons) cannot be seen "
             "here and may still run."
@@ -190,20 +136,33 @@ def _exit_note(code: int) -> str:
     return f"Exit code {code} (killed by {name})"
 
 
-def _with_note(output: str, note: str) -> str:
+def with_note(output: str, note: str) -> str:
     output = output.rstrip("\n")
     return f"{output}\n{note}" if output else note
 
 
-async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None) -> ToolResult:
+def capped_output() -> CappedOutput:
+    """What `run_command` collects a command's output in: its head and tail, within bounds."""
+    return CappedOutput(HEAD_BYTES, TAIL_BYTES)
+
+
+async def run_command(
+    command: str,
+    cwd: Path,
+    time_limit: float,
+    env: dict[str, str] | None = None,
+    output: CappedOutput | None = None,
+) -> ToolResult:
     """Run `command` with bash in its own process group and collect capped output.
 
     Returns when the shell exits. Background jobs it started keep running, and what they
     write after the short grace is not collected. `env` defaults to `child_env()`.
+    `output`: collect into this one, so a caller whose run is interrupted (esc, which
+    kills the command) still has what it printed until then.
     """
     shell = await _start(command, cwd, child_env() if env is None else env)
     proc = shell.proc
-    output = CappedOutput(HEAD_BYTES, TAIL_BYTES)
+    output = capped_output() if output is None else output
     reading = asyncio.ensure_future(_read_into(shell.output, output))
     try:
         try:
@@ -212,7 +171,7 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
         except TimeoutError:
             escaped = await _kill_group(proc)
             await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
-            return ToolResult(_with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
+            return ToolResult(with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
         except BaseException:
             # Interrupted (CancelledError) or anything unexpected: never leave the group running.
             await _kill_group(proc)
@@ -224,7 +183,7 @@ async def run_command(command: str, cwd: Path, time_limit: float, env: dict[str,
         reading.cancel()
         shell.close()
     if code != 0:
-        return ToolResult(_with_note(output.text(), _exit_note(code)), is_error=True)
+        return ToolResult(with_note(output.text(), _exit_note(code)), is_error=True)
     return ToolResult(output.text().rstrip("\n") or "(no output)")
 
 

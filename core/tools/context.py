@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,7 +11,9 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..lifecycle import Gate, TaskChange
     from ..session.transcript import Session
+    from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
+    from .ledger import FileLedger
 
 HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
 """Variables a command never sees by default: the model's API key is not the command's business."""
@@ -37,6 +39,24 @@ class ToolContext:
     """Whether a deny rule covers reading this path: search tools leave it out of results."""
     task_gates: Sequence[Gate[TaskChange]] | None = None
     """Asked before a task tool creates or completes a task (TaskCreated/TaskCompleted hooks)."""
+    agent: AgentRef | None = None
+    """The sub-agent making the call (None: the main agent): the task tools let it touch
+    only its own task and subtasks."""
+    files: FileLedger | None = None
+    """What this agent last read of each file: Edit and Write refuse a file that changed
+    since, or that another agent's task holds (`ledger.py`)."""
+    live: Callable[[Event], None] | None = None
+    """Shows an event now, while the call still runs (a sub-agent's progress); None where
+    nothing is shown live. `emit` is for what the call leaves behind, shown after the batch."""
+    interrupted_output: str = ""
+    """What a call cut short by an interrupt had done: set before it re-raises, it becomes
+    its result instead of a bare "cancelled" (a sub-agent's partial work)."""
+    host_allowed: Callable[[str], bool] = field(default=lambda host: False)
+    """Whether an allow rule names this very host (`WebFetch(domain:localhost)`): only then
+    may WebFetch reach a private or local address."""
+    ask_model: Callable[[str, str], Awaitable[str]] | None = None
+    """A separate short request to the session's model (system text, user text) → its answer;
+    raises `ToolError`. WebFetch answers its `prompt` from a page with it."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)

@@ -9,6 +9,7 @@ The helpers they share with the search tools are in `fs.py`, the diff in `previe
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +28,14 @@ from .fs import (
     line_count,
     looks_binary,
     numbered,
+    open_regular,
     plural,
     printable,
     regular_file_exists,
     replace_file,
     short_path,
 )
+from .ledger import FileLedger, write_lock
 from .previews import PREVIEW_INPUT_MAX_CHARS, count_lines, too_big_note, unified_diff
 from .results import ToolError
 
@@ -45,18 +48,22 @@ _PATH_HINT = " (absolute, or relative to the workspace)"
 # --- Read ---------------------------------------------------------------------------
 
 
-def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[str], int]:
-    """Numbered lines offset..offset+limit-1 and the file's total line count.
+def read_window(
+    path: Path, shown: str, offset: int, limit: int, ledger: FileLedger | None = None
+) -> tuple[list[str], int]:
+    """Numbered lines offset..offset+limit-1 and the file's total line count; `ledger`
+    learns the content read (its hash).
 
     Streams the file a bounded piece at a time: memory depends on neither the file's
     size nor its longest line.
     """
-    if not regular_file_exists(path, shown):
+    opened = open_regular(path, shown)
+    if opened is None:
         raise ToolError(f"File does not exist: {shown}")
     picked: list[str] = []
     total = 0
     try:
-        with path.open("rb") as f:
+        with opened as f:
             if looks_binary(f.read(BINARY_SAMPLE)):
                 raise ToolError(f"{shown} looks like a binary file; Read only shows text")
             f.seek(0)
@@ -64,6 +71,12 @@ def _read_window(path: Path, shown: str, offset: int, limit: int) -> tuple[list[
                 if offset <= total < offset + limit:
                     text = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
                     picked.append(numbered(total, text))
+            if ledger is not None:  # over-long lines were skipped above: the hash reads it again
+                f.seek(0)
+                digest = hashlib.sha256()
+                while block := f.read(1 << 16):
+                    digest.update(block)
+                ledger.saw_digest(path, digest.hexdigest())
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     return picked, total
@@ -81,7 +94,7 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
     # Models trained on 0-based APIs send offset=0; treat it as the first line.
     offset = max(args.offset or 1, 1)
     limit = args.limit or DEFAULT_LIMIT
-    lines, total = await asyncio.to_thread(_read_window, path, shown, offset, limit)
+    lines, total = await asyncio.to_thread(read_window, path, shown, offset, limit, ctx.files)
     if total == 0:
         return f"{shown} is empty (0 lines)."
     if offset > total:
@@ -96,15 +109,29 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
 # --- Write --------------------------------------------------------------------------
 
 
-def _write_file(path: Path, shown: str, content: str) -> bool:
+def _write_file(path: Path, shown: str, content: str, ledger: FileLedger | None = None) -> bool:
     """Write `content` exactly (no newline translation); True if the file existed."""
-    existed = regular_file_exists(path, shown)
     try:
         data = content.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise ToolError("content contains characters that cannot be written as UTF-8") from exc
-    replace_file(path, shown, data)
+    with write_lock(path):
+        existed = regular_file_exists(path, shown)
+        if ledger is not None:
+            ledger.check(path, shown, lambda: _current(path) if existed else None)
+        replace_file(path, shown, data)
+        if ledger is not None:
+            ledger.wrote(path, data)
     return existed
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from exc
 
 
 class WriteArgs(Arguments):
@@ -115,7 +142,7 @@ class WriteArgs(Arguments):
 async def _write(args: WriteArgs, ctx: ToolContext) -> str:
     path = ctx.resolve(args.file_path)
     shown = display_path(path, ctx)
-    existed = await asyncio.to_thread(_write_file, path, shown, args.content)
+    existed = await asyncio.to_thread(_write_file, path, shown, args.content, ctx.files)
     how = "overwrote the existing file" if existed else "created a new file"
     return f"Wrote {plural(line_count(args.content), 'line')} to {shown} ({how})."
 
@@ -137,10 +164,12 @@ class _Change:
 
 def _read_for_edit(path: Path, shown: str) -> str | None:
     """The file's text, exactly recoverable with `surrogateescape`; None if missing."""
-    if not regular_file_exists(path, shown):
+    opened = open_regular(path, shown)
+    if opened is None:
         return None
     try:
-        data = path.read_bytes()
+        with opened as f:
+            data = f.read()
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if looks_binary(data[:BINARY_SAMPLE]):
@@ -222,12 +251,18 @@ def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[Path, str, _Change]:
 
 
 def _edit_file(args: EditArgs, ctx: ToolContext) -> str:
-    path, shown, change = _plan_edit(args, ctx)
-    try:
-        data = change.after.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError as exc:
-        raise ToolError("new_string contains characters that cannot be written as UTF-8") from exc
-    replace_file(path, shown, data)
+    target = ctx.resolve(args.file_path)
+    with write_lock(target):
+        if ctx.files is not None:  # before the edit is worked out: a stale file is the news, not a missing string
+            ctx.files.check(target, display_path(target, ctx), lambda: _current(target))
+        path, shown, change = _plan_edit(args, ctx)
+        try:
+            data = change.after.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:
+            raise ToolError("new_string contains characters that cannot be written as UTF-8") from exc
+        replace_file(path, shown, data)
+        if ctx.files is not None:
+            ctx.files.wrote(path, data)
     if change.created:
         return f"Created {shown} ({plural(line_count(change.after), 'line')}). Snippet:\n{change.snippet}"
     count = plural(change.replacements, "replacement")
@@ -274,8 +309,13 @@ def _summary(args: dict[str, Any]) -> str:
     return short_path(args.get("file_path", ""))
 
 
-READ = declare("Read", ReadArgs, _read, kind="read", summarize=_summary)
-WRITE = declare("Write", WriteArgs, _write, kind="edit", summarize=_summary, preview=preview_edit)
-EDIT = declare("Edit", EditArgs, _edit, kind="edit", summarize=_summary, preview=preview_edit)
+READ = declare("Read", ReadArgs, _read, kind="read", paths={"file_path": "read"}, summarize=_summary)
+WRITE = declare(
+    "Write", WriteArgs, _write, kind="edit", paths={"file_path": "write"}, summarize=_summary, preview=preview_edit
+)
+# Edit's result shows lines of the file: a deny rule on reading it covers Edit too.
+EDIT = declare(
+    "Edit", EditArgs, _edit, kind="edit", paths={"file_path": "edit"}, summarize=_summary, preview=preview_edit
+)
 
 TOOLS = [READ, WRITE, EDIT]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ..atomic import atomic_write, temp_beside
+from ..atomic import atomic_write, new_file_mode, temp_beside
 from .context import ToolContext
 from .results import ToolError
 
@@ -72,6 +72,31 @@ def regular_file_exists(path: Path, shown: str) -> bool:
     return True
 
 
+def open_regular(path: Path, shown: str) -> IO[bytes] | None:
+    """`path` opened for reading, or None when it does not exist; ToolError for a directory,
+    a FIFO, a socket or a device. Opened without blocking and checked on the open file, so
+    a FIFO put in its place after a look (`regular_file_exists`) still never hangs a read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory, not a file (use Glob, or Bash `ls`, to list it)") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{shown} is a directory, not a file (use Glob, or Bash `ls`, to list it)")
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{shown} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def printable(text: str) -> str:
     """Lone surrogates (undecodable bytes kept for round-tripping, odd file names) become
     U+FFFD, so the text can be shown and sent as JSON."""
@@ -112,18 +137,6 @@ def line_count(text: str) -> int:
 # --- replacing a file's content ------------------------------------------------------
 
 
-def _umask() -> int:
-    try:  # Linux shows it without changing it; os.umask() sets it for every thread
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def replace_file(path: Path, shown: str, data: bytes) -> None:
     """Give the file at `path` the content `data`, all at once.
 
@@ -152,7 +165,7 @@ def replace_file(path: Path, shown: str, data: bytes) -> None:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             # The new file gets the original's mode, or for a new file the mode a plain create would have.
-            atomic_write(target, data, mode=mode if mode is not None else 0o666 & ~_umask(), temp=temp)
+            atomic_write(target, data, mode=mode if mode is not None else new_file_mode(), temp=temp)
         except OSError as exc:
             unchanged = "the file was left unchanged" if mode is not None else "nothing was written"
             raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}; {unchanged}") from exc
@@ -193,7 +206,7 @@ _TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 
 def _pending_dir() -> Path:
-    from ..session.directory import data_root
+    from ..places import data_root
 
     return data_root() / "pending-writes"
 

@@ -67,11 +67,16 @@ def _level(directory: str) -> _Level:
 
 class IgnoreRules:
     """Which paths ripgrep would skip in a search. One per search: each directory's ignore
-    files are read once, when the first path below it is asked about."""
+    files are read once, when the first path below it is asked about.
 
-    def __init__(self) -> None:
+    `require_git=False` (ripgrep's `--no-require-git`) reads `.gitignore` files outside a
+    repository too: the `@` file list honours a project's `.gitignore` whether or not it
+    is a git checkout yet."""
+
+    def __init__(self, *, require_git: bool = True) -> None:
         self._levels: dict[str, _Level] = {}
         self._global = _read_spec(_global_gitignore())
+        self._require_git = require_git
 
     def ignored(self, path: str | Path, *, is_dir: bool) -> bool:
         """Whether ripgrep skips `path` (a file or directory met in the walk)."""
@@ -95,7 +100,7 @@ class IgnoreRules:
     def _verdict(self, chain: Sequence[_Level], target: str, is_dir: bool) -> bool | None:
         in_repo = any(level.has_git for level in chain)
         for kind in (*KINDS, "exclude"):
-            if kind in _GIT_KINDS and not in_repo:
+            if kind in _GIT_KINDS and not in_repo and (self._require_git or kind != ".gitignore"):
                 continue
             for level in chain:
                 spec = level.specs.get(kind)

@@ -93,7 +93,8 @@ async def _glob(args: GlobArgs, ctx: ToolContext) -> str:
     return printable("\n".join(lines))
 
 
-GLOB = declare("Glob", GlobArgs, _glob, kind="read", summarize=_summary)
+# The pattern's literal directories are walked too: `../*` and `/etc/*` look outside.
+GLOB = declare("Glob", GlobArgs, _glob, kind="read", paths={"path": "read", "pattern": "glob"}, summarize=_summary)
 
 
 # --- Grep ---------------------------------------------------------------------------
@@ -259,6 +260,7 @@ async def _grep(args: GrepArgs, ctx: ToolContext) -> str:
     return printable(text)
 
 
-GREP = declare("Grep", GrepArgs, _grep, kind="read", summarize=_summary)
+# `glob` only filters file names below `path`: not a path of its own.
+GREP = declare("Grep", GrepArgs, _grep, kind="read", paths={"path": "read"}, summarize=_summary)
 
 TOOLS = [GLOB, GREP]

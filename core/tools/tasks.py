@@ -2,7 +2,11 @@
 
 v2 (incremental): TaskCreate, TaskUpdate, TaskList, TaskGet. v1 (whole list): TodoWrite.
 All are `kind="task"`: they only touch the agent's own list, so they never need
-approval. Models often send arguments as JSON text or Python literals (`"[{'content':
+approval. A sub-agent (`ctx.agent`) works the same list under the rules in
+`core/tasks/rules.py`: it may update only the task it claimed (status, activeForm,
+metadata) and the subtasks it creates, which are tagged with its name.
+
+Models often send arguments as JSON text or Python literals (`"[{'content':
 …}]"`, `taskId: 3`, `"#3"`, `addBlockedBy: "1,2"`); those are normalised here, and
 anything still wrong becomes one clear `ToolError` line.
 
@@ -15,6 +19,7 @@ person makes in the task panel ask no hooks: the person is the authority on the 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -120,6 +125,21 @@ class TaskGetArgs(Arguments):
     taskId: TaskId
 
 
+def _metadata(value: Any) -> tuple[tuple[str, str | None], ...]:
+    """An object (or its JSON text) of keys to set; a null value removes the key."""
+    if value is None:
+        return ()
+    value = structured(value)
+    if not isinstance(value, dict):
+        raise fail("parameter 'metadata' must be an object of keys to set (null removes a key)")
+    return tuple(
+        (str(key), None if item is None else json.dumps(item, ensure_ascii=False)) for key, item in value.items()
+    )
+
+
+Metadata = Annotated[tuple[tuple[str, str | None], ...], BeforeValidator(_metadata), WithJsonSchema({"type": "object"})]
+
+
 class TaskUpdateArgs(TaskGetArgs):
     aliases: ClassVar[Mapping[str, str]] = {**TaskGetArgs.aliases, **_ACTIVE_FORM}
     status: UpdateStatus = None
@@ -129,6 +149,7 @@ class TaskUpdateArgs(TaskGetArgs):
     owner: Label = None
     addBlocks: IdList = Field((), description="Ids of tasks that cannot start until this one is completed.")
     addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
+    metadata: Metadata = Field((), description="Keys to merge into the task's metadata; a null value removes a key.")
 
 
 class TaskListArgs(Arguments):
@@ -204,7 +225,7 @@ def task_changes(before: Sequence[Task], after: Sequence[Task]) -> list[TaskChan
         if prior is None:
             changes.append(TaskChange("TaskCreated", task))
         if task.status == "completed" and (prior is None or prior.status != "completed"):
-            changes.append(TaskChange("TaskCompleted", task))
+            changes.append(TaskChange("TaskCompleted", task, prior))
     return changes
 
 
@@ -247,14 +268,22 @@ async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     subject, description, active_form = args.subject, args.description or "", args.activeForm or ""
 
+    created_by = ctx.agent.agent if ctx.agent is not None else ""
+
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
         new, _ = rules.create(
-            tasks, next_id, subject, description=description, active_form=active_form, now=store.clock()
+            tasks,
+            next_id,
+            subject,
+            description=description,
+            active_form=active_form,
+            now=store.clock(),
+            created_by=created_by,
         )
         return new
 
     await _ask_hooks(ctx, store, preview)
-    task = await _attempt(store.create(subject, description, active_form))
+    task = await _attempt(store.create(subject, description, active_form, created_by))
     ctx.emit(TasksUpdated(store.snapshot()))
     return f"Task #{task.id} created: {task.subject}"
 
@@ -263,14 +292,31 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     wanted, status = args.taskId, args.status
     fields = rules.Fields(
-        subject=args.subject, description=args.description, active_form=args.activeForm, owner=args.owner
+        subject=args.subject,
+        description=args.description,
+        active_form=args.activeForm,
+        owner=args.owner,
+        metadata=args.metadata,
     )
-    blocks, blocked_by = args.addBlocks, args.addBlockedBy
+    blocks, blocked_by, by = args.addBlocks, args.addBlockedBy, ctx.agent
+    if store.get(wanted) is not None:  # no hook is asked about an update its maker may not make
+        try:
+            rules.check_update(store.snapshot(), wanted, by, status=status, changes=fields)
+        except StoreError as exc:
+            raise ToolError(str(exc)) from exc
 
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
+        # As the main agent would: a sub-agent's "completed" is a completion the hooks judge now.
         now = store.clock()
         new, _ = rules.update(
-            tasks, wanted, status=status, changes=fields, now=now, add_blocks=blocks, add_blocked_by=blocked_by
+            tasks,
+            wanted,
+            status=status,
+            changes=fields,
+            now=now,
+            add_blocks=blocks,
+            add_blocked_by=blocked_by,
+            person=True,
         )
         return new
 
@@ -285,6 +331,8 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
             owner=fields.owner,
             add_blocks=blocks,
             add_blocked_by=blocked_by,
+            metadata=fields.metadata,
+            by=by,
         )
     )
     tasks = store.snapshot()
@@ -292,6 +340,11 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
     task = outcome.task
     if outcome.deleted:
         state = f"Task #{task.id} deleted: {task.subject}"
+    elif task.claim is not None and task.claim.done:
+        state = (
+            f"Task #{task.id} marked completed: {task.subject}. It is recorded as completed when you end your "
+            "turn without errors; end it now with a short summary of what you did."
+        )
     else:
         state = f"Task #{task.id} → {task.status}: {task.subject}{_blocked_suffix(task, tasks)}"
     return "\n".join([state, _remaining(tasks), *outcome.notes])
@@ -332,6 +385,8 @@ async def _get(args: TaskGetArgs, ctx: ToolContext) -> str:
 
 async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
+    if ctx.agent is not None:
+        raise ToolError("a sub-agent cannot rewrite the whole list; use TaskUpdate on your task and TaskCreate")
     items = args.items()
     await _ask_hooks(ctx, store, lambda tasks, next_id: rules.replace_all(tasks, next_id, items, store.clock())[0])
     outcome = await _attempt(store.replace_all(items))

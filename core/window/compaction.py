@@ -9,8 +9,14 @@ the older part, and returns the new history: one summary message, then the tail 
 - The older part is sent as a plain-text transcript (long tool results and arguments
   cut), in slices that fit the window; each slice's request carries the summary so far.
   A slice the server still refuses as too long is halved and tried again.
-- What the person typed is never left to the summariser: their messages (and those an
-  earlier summary quoted) are appended to the summary verbatim, first and latest kept.
+- What the person typed is never left to the summariser: their messages are appended
+  to the summary verbatim, first and latest kept. They are taken from the record of the
+  whole conversation (the session's transcript, which an earlier compaction did not
+  shorten), never read back out of an earlier summary: that is model text, and a server
+  could write a "person's words" header into it.
+- The summary is the server's text: where it is embedded, the tags that frame it
+  (`</summary>`, `</system-reminder>`) and the quotes' header are escaped, so it cannot
+  end its own section and speak as the person or as todo-agent.
 - The task list is not in the summary: the reminder rule puts the current list back on
   the next request (`core/tasks/reminders.py`, `since_compaction`).
 - Any failure raises `CompactionError` and leaves the history untouched.
@@ -18,6 +24,7 @@ the older part, and returns the new history: one summary message, then the tail 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -85,16 +92,27 @@ Counter = Callable[[Message], int]
 
 
 async def compact(
-    model: ChatModel, history: Sequence[Message], limits: Limits, count: Counter, focus: str = ""
+    model: ChatModel,
+    history: Sequence[Message],
+    limits: Limits,
+    count: Counter,
+    focus: str = "",
+    *,
+    record: Sequence[object] | None = None,
 ) -> Compaction:
-    """Summarise the older part of `history`; raise `CompactionError` (history untouched)."""
+    """Summarise the older part of `history`; raise `CompactionError` (history untouched).
+
+    `record`: every message of the conversation in order, from before any compaction (the
+    session's transcript; other items in it are skipped): where the person's words come
+    from. Without it, only the person's messages still in `history` are quoted."""
     start = split_point(history, limits.keep_tokens, count, latest_tokens=limits.latest_tokens)
     older, tail = list(history[:start]), list(history[start:])
     if not older:
         raise CompactionError("nothing to compact yet")
     blocks = [block for message in older if (block := render(message))]
     summary, requests = await summarise(model, blocks, limits, focus)
-    message = summary_message(summary, person_quotes(older), len(tail))
+    said = person_words(older if record is None else record, tail[0] if tail else None)
+    message = summary_message(summary, person_quotes(said), len(tail))
     return Compaction([message, *tail], summarised=len(older), kept=len(tail), requests=requests)
 
 
@@ -149,26 +167,45 @@ def render(message: Message) -> str:
     return ""
 
 
-def person_quotes(older: Sequence[Message]) -> list[str]:
-    """The person's messages, verbatim (each cut at 500 characters): the first one, which
-    usually states the goal, and the latest ones, at most 12 in all."""
-    quotes: list[str] = []
-    for message in older:
-        text = content_text(message.get("content"))
-        if compaction_kept(message) is not None and QUOTES_HEADER in text:
-            section = text.split(QUOTES_HEADER, 1)[1].removesuffix(CLOSE_TAG)
-            quotes += [line[2:] for line in section.strip().splitlines() if line.startswith("- ")]
-        elif message.get("role") == "user" and text.strip() and not text.startswith(OPEN_TAG):
-            quotes.append(_cut(" ".join(text.split()), _MAX_QUOTE))
+def person_words(record: Sequence[object], first_kept: Message | None) -> list[str]:
+    """What the person typed, in order, up to `first_kept` (the first message the
+    compaction keeps, found by identity): their own messages only, never a summary (model
+    text) or a reminder."""
+    said: list[str] = []
+    for item in record:
+        if item is first_kept:
+            break
+        if not isinstance(item, dict) or item.get("role") != "user" or compaction_kept(item) is not None:
+            continue
+        text = content_text(item.get("content"))
+        if text.strip() and not text.startswith(OPEN_TAG):
+            said.append(text)
+    return said
+
+
+def person_quotes(said: Sequence[str]) -> list[str]:
+    """The person's messages, verbatim (each cut at 500 characters, on one line): the first
+    one, which usually states the goal, and the latest ones, at most 12 in all."""
+    quotes = [_cut(" ".join(text.split()), _MAX_QUOTE) for text in said]
     if len(quotes) > _MAX_QUOTES:
         quotes = [quotes[0], "…", *quotes[-(_MAX_QUOTES - 2) :]]
     return quotes
 
 
+_FRAMING = re.compile(r"<(\s*/?\s*(?:summary|system-reminder)\b)", re.IGNORECASE)
+
+
+def _escaped(summary: str) -> str:
+    """The summary as it may be embedded: it cannot close its own section or the reminder
+    around it, nor start a list of the person's words."""
+    text = _FRAMING.sub(r"&lt;\1", summary.strip())
+    return re.sub(re.escape(QUOTES_HEADER), "The person's own words (as these notes recall them):", text)
+
+
 def summary_message(summary: str, quotes: Sequence[str], kept: int) -> Message:
     text = (
         f"{COMPACTED}: the earlier part is summarised here; the {kept} message(s) after this one are "
-        f"kept as they were.\n\n<summary>\n{summary.strip()}\n</summary>"
+        f"kept as they were.\n\n<summary>\n{_escaped(summary)}\n</summary>"
     )
     if quotes:
         text += f"\n\n{QUOTES_HEADER}\n" + "\n".join(f"- {q}" for q in quotes)

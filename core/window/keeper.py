@@ -22,7 +22,7 @@ from ..model.base import ChatModel, ContextOverflowError, Message
 from ..model.scripted import ScriptError
 from ..session.transcript import CompactionMark, Session
 from . import compaction
-from .tokens import ContextBudget, TokenCounter
+from .tokens import ContextBudget, TokenCounter, unbelievable_window
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,9 @@ class WindowKeeper:
             yield event
         yield Compacting(trigger, before)
         try:
+            record = conv.session.transcript if conv.session is not None else None
             result = await compaction.compact(
-                conv.model, conv.history, self.limits(trigger), conv.counter.message_tokens, focus
+                conv.model, conv.history, self.limits(trigger), conv.counter.message_tokens, focus, record=record
             )
         except (compaction.CompactionError, ScriptError) as exc:
             yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
@@ -122,16 +123,22 @@ class WindowKeeper:
             conv.counter.calibrate(conv.request_messages(), conv.schemas(), overflow.prompt_tokens)
         if not overflow.window or overflow.window == budget.window:
             return []
+        if (problem := unbelievable_window(overflow.window, "the server's refusal")) is not None:
+            return [Notice(f"{problem}; keeping {budget.window:,}", "warning")]
         old, budget.window, budget.source = budget.window, overflow.window, "server"
         return [Notice(f"the server's context window is {overflow.window:,} tokens, not {old:,}; using it", "warning")]
+
+    def tool_output_limit(self) -> int:
+        """The most characters one tool result (or one `@` attachment) may take."""
+        conv = self.conversation
+        room = conv.budget.room(conv.prefix_tokens())
+        return max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * conv.counter.chars_per_token)))
 
     def cap_tool_output(self, text: str) -> str:
         """A tool result as it enters history: cut in the middle when one result alone would
         take more than a third of the room the window leaves (2,000–100,000 characters), so
         a few results fit between compactions and the latest one is always kept verbatim."""
-        conv = self.conversation
-        room = conv.budget.room(conv.prefix_tokens())
-        limit = max(MIN_TOOL_OUTPUT, min(MAX_TOOL_OUTPUT, int(room / 3 * conv.counter.chars_per_token)))
+        limit = self.tool_output_limit()
         if len(text) <= limit:
             return text
         head = limit * 2 // 3

@@ -36,6 +36,21 @@ MIN_WORKING_ROOM = 1024
 
 WindowSource = Literal["setting", "server", "default"]
 
+MIN_WINDOW = 512
+"""The smallest window believed (the `context_window` setting's floor too): less cannot hold a request."""
+MAX_WINDOW = 10_000_000
+"""The largest window believed: no model offers more, and a bigger claim would put compaction off for ever."""
+
+
+def unbelievable_window(window: int, where: str) -> str | None:
+    """Why a server's word on its window (`where` it said it) is not taken, or None."""
+    if MIN_WINDOW <= window <= MAX_WINDOW:
+        return None
+    return (
+        f"{where} says the context window is {window:,} token{'' if window == 1 else 's'}; not believed "
+        f"(a window is {MIN_WINDOW:,} to {MAX_WINDOW:,} tokens); set context_window if that is wrong"
+    )
+
 
 _MESSAGE_OVERHEAD = 8
 """Characters' worth of role markers and separators a chat template adds per message."""
@@ -58,6 +73,11 @@ def message_chars(message: Message | dict[str, Any]) -> int:
         if isinstance(function, dict):
             chars += _CALL_OVERHEAD + len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
     return chars + _MESSAGE_OVERHEAD
+
+
+def _chars(tools: Sequence[dict[str, Any]]) -> int:
+    """Characters the tool schemas put in a prompt."""
+    return len(json.dumps(list(tools))) if tools else 0
 
 
 @dataclass
@@ -114,6 +134,9 @@ class TokenCounter:
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
     _anchor: tuple[int, int] | None = None
     """(messages in the last measured request, its prompt + completion tokens)."""
+    _anchor_tools = 0
+    """Characters of the tool schemas the measured request carried: tools that join later
+    (an MCP server that came up) are estimated on top."""
 
     def tokens(self, chars: int) -> int:
         return math.ceil(chars / self.chars_per_token)
@@ -123,15 +146,15 @@ class TokenCounter:
 
     def estimate(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] = ()) -> int:
         """A pure estimate from characters, ignoring any measurement."""
-        chars = sum(message_chars(m) for m in messages) + (len(json.dumps(list(tools))) if tools else 0)
-        return self.tokens(chars)
+        return self.tokens(sum(message_chars(m) for m in messages) + _chars(tools))
 
     def prompt_tokens(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] = ()) -> int:
         """What the request `messages` (system message first) should count, by the server's measure."""
         if self._anchor is not None and self._anchor[0] < len(messages):
             sent, measured = self._anchor
             # messages[sent] is the answer the measured request produced (its completion tokens).
-            return measured + sum(self.message_tokens(m) for m in messages[sent + 1 :])
+            added_tools = max(0, _chars(tools) - self._anchor_tools)
+            return measured + sum(self.message_tokens(m) for m in messages[sent + 1 :]) + self.tokens(added_tools)
         return self.estimate(messages, tools)
 
     def observe(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], usage: ModelUsage | None) -> None:
@@ -141,11 +164,12 @@ class TokenCounter:
             return
         self.calibrate(messages, tools, usage.prompt_tokens)
         self._anchor = (len(messages), usage.prompt_tokens + usage.completion_tokens)
+        self._anchor_tools = _chars(tools)
 
     def calibrate(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], prompt_tokens: int) -> None:
         """Re-measure characters per token from a count the server gave without an answer
         (llama.cpp's refusal names the prompt's size)."""
-        chars = sum(message_chars(m) for m in messages) + (len(json.dumps(list(tools))) if tools else 0)
+        chars = sum(message_chars(m) for m in messages) + _chars(tools)
         if prompt_tokens > 0:
             self.chars_per_token = min(8.0, max(1.0, chars / prompt_tokens))
 

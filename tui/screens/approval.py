@@ -6,6 +6,10 @@ text goes to the model and the turn goes on). Keys typed before the modal was on
 (a double tap meant for the previous question) are ignored: see `predates`; keys typed
 right after `f` are the feedback's, however fast they come.
 
+A sub-agent's request says which sub-agent asks and for which task (`general-1 · #3 Write
+the tests`), on the dialog's first line and in its title; answering it answers that call
+only, and the next waiting request (any agent's) opens after it.
+
 Whatever the terminal's size, the choices (and the feedback box, once open) stay on
 screen: the preview gets the rows that are left, scrolls (`pgup`/`pgdn`, the wheel),
 and says how much of it is out of sight. A preview holding control or invisible
@@ -30,9 +34,10 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
+from todo_agent.core.terminal import reveal_line
 
 from ..sanitize import sanitize
-from ..widgets.preview import has_hidden_characters, one_line, render_preview
+from ..widgets.preview import has_hidden_characters, render_preview
 
 COMPACT_BELOW = 30
 """Terminal heights under this get the dialog without its inner padding and margin."""
@@ -73,6 +78,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             tooltip="Run it, and add the shown rule for this session",
             priority=True,
         ),
+        Binding(
+            "s",
+            "answer('always_server')",
+            "Always (server)",
+            tooltip="Run it, and allow every tool of this MCP server for this session",
+            priority=True,
+        ),
         Binding("3,n", "answer('no')", "No", tooltip="Do not run it; the turn stops", priority=True),
         Binding(
             "f",
@@ -102,6 +114,14 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.fitted = False
         """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`s` (all tools of this server) only for an MCP server's tool; a command file's
+        question has no rule to add and no model to tell: no "always", no feedback."""
+        if action == "answer" and parameters == ("always_server",):
+            return bool(self.request.server_rule)
+        not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
+        return not (self.request.remembered_for and not_offered)
+
     @property
     def asking(self) -> bool:
         """Whether the question is on screen: keys typed from now on answer it (earlier
@@ -117,12 +137,25 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """
         return event.time < self.shown_at
 
+    def set_queued(self, queued: int) -> None:
+        """How many more requests wait behind this one (it changes while it is open)."""
+        self.queued = queued
+        if self.is_mounted:
+            self.query_one("#approval-dialog").border_subtitle = f"{queued} more waiting" if queued else ""
+
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-dialog") as dialog:
-            dialog.border_title = f"Allow {sanitize(request.tool)}?"
+            who = f"{sanitize(request.agent.split(' · ')[0])}: " if request.agent else ""
+            dialog.border_title = (
+                f"{who}Run the shell commands of {sanitize(request.tool)}?"
+                if request.remembered_for
+                else f"{who}Allow {sanitize(request.tool)}?"
+            )
             if self.queued:
                 dialog.border_subtitle = f"{self.queued} more waiting"
+            if request.agent:
+                yield Static(Content(f"⚑ {sanitize(request.agent)} asks"), id="approval-agent", markup=False)
             if request.summary.strip() != request.preview.strip():
                 yield Static(Content(sanitize(request.summary, visible=True)), id="approval-summary", markup=False)
             if request.reason:
@@ -147,15 +180,42 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         yield Footer()
 
     def _options(self) -> list[Option]:
-        rule = one_line(self.request.suggested_rule)
+        if self.request.remembered_for:  # a command file's shell lines: yes holds for this version of it
+            where = reveal_line(self.request.remembered_for)
+            return [
+                Option(
+                    Content.assemble(("1 ", "bold"), "Yes, run them (asked again when ", (where, "bold"), " changes)"),
+                    id="yes",
+                ),
+                Option(Content.assemble(("3 ", "bold"), "No, do not send the command", ("  (esc)", "dim")), id="no"),
+            ]
+        rule = reveal_line(self.request.suggested_rule)
+        server_rule = reveal_line(self.request.server_rule)
+        server = [
+            Option(
+                Content.assemble(
+                    ("s ", "bold"),
+                    "Yes, and don't ask again for all tools of this server ",
+                    (server_rule, "bold $text-accent"),
+                ),
+                id="always_server",
+            )
+        ]
+        # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
+        who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
+        stop = f"No, and stop {who}" if who else "No, and stop"
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
             Option(
                 Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
                 id="always",
             ),
-            Option(Content.assemble(("3 ", "bold"), "No, and stop", ("  (esc)", "dim")), id="no"),
-            Option(Content.assemble(("f ", "bold"), "No, and tell todo-agent what to do instead"), id="feedback"),
+            *(server if server_rule else []),
+            Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
+            Option(
+                Content.assemble(("f ", "bold"), f"No, and tell {who or 'todo-agent'} what to do instead"),
+                id="feedback",
+            ),
         ]
 
     def on_mount(self) -> None:
@@ -244,6 +304,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             self.dismiss(ApprovalAnswer("yes"))
         elif decision == "always":
             self.dismiss(ApprovalAnswer("always"))
+        elif decision == "always_server":
+            if not self.request.server_rule:  # not an MCP tool: `s` means nothing here
+                return
+            self.dismiss(ApprovalAnswer("always_server"))
         else:
             self.dismiss(ApprovalAnswer("no"))
 

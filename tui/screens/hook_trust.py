@@ -5,6 +5,11 @@ command that would run without asking. At start-up, if the project has hooks the
 has not accepted (or they changed since), this modal lists every command and asks.
 Dismisses with True (run them, and remember this set for this project) or False (not
 this session; the question comes back next time). `escape` is no.
+
+Every byte that would run is shown, as in the tool approval: control characters and
+escape sequences as symbols (`␛]0;…␇` would otherwise set the window title and hide
+what follows it), runs of blank lines folded into one counted line (a `touch x` sixty
+blank lines below `echo one` stays in sight), and a warning when anything was hidden.
 """
 
 from __future__ import annotations
@@ -21,13 +26,28 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from todo_agent.core.hooks.spec import HookSpec
+from todo_agent.core.terminal import reveal, reveal_line
 
-from ..sanitize import sanitize
+from ..widgets.preview import collapse_blank_runs, has_hidden_characters
+
+HIDDEN_WARNING = "⚠ A command or matcher holds control or invisible characters, shown as ␛, ␍, <U+…>."
 
 
 def hook_line(spec: HookSpec) -> Content:
-    matcher = f" [{sanitize(spec.matcher)}]" if spec.matcher else ""
-    return Content.assemble((f"{spec.event}{matcher}", "bold"), "  ", sanitize(spec.command))
+    """The event, its matcher and the whole command: each line of it, below the first
+    lined up under it, runs of blank lines as one `⋯ N blank lines`."""
+    label = spec.event + (f" [{reveal_line(spec.matcher)}]" if spec.matcher else "")
+    pieces: list[str | tuple[str, str]] = [(label, "bold"), "  "]
+    indent = " " * (len(label) + 2)
+    for index, (line, marker) in enumerate(collapse_blank_runs(reveal(spec.command).split("\n"))):
+        if index:
+            pieces += ["\n", indent]
+        pieces.append((line, "dim italic") if marker else line)
+    return Content.assemble(*pieces)
+
+
+def has_hidden(spec: HookSpec) -> bool:
+    return has_hidden_characters(spec.command, "command") or has_hidden_characters(spec.matcher, "command")
 
 
 class HookTrustScreen(ModalScreen[bool]):
@@ -56,6 +76,8 @@ class HookTrustScreen(ModalScreen[bool]):
                 ),
                 id="hook-trust-intro",
             )
+            if any(has_hidden(spec) for spec in self.hooks):
+                yield Static(Content(HIDDEN_WARNING), id="hook-trust-hidden")
             with VerticalScroll(id="hook-trust-list"):
                 for spec in self.hooks:
                     yield Static(hook_line(spec), classes="hook-trust-command")

@@ -6,6 +6,11 @@ It implements `ConversationUI` for the event handler and runs agent turns in a w
 are carried out by the `WorkArea` around the panel (`work_area.py`). It talks to the core
 through `Runtime`'s methods only.
 
+Sub-agents: their events come in the turn's stream; `AgentViews` records each one's own
+transcript, fills the live line under its `Agent` call and the row of its task. `o` on a
+task in the panel shows its sub-agent's transcript in a conversation view of its own, in
+place of the main one (live while it runs; esc goes back), and `x` stops it.
+
 Hooks: at start-up, project hooks the person has not accepted are shown in a modal
 (`HookTrustScreen`) before anything runs; then the SessionStart hooks run (again after
 `/new` and on resume), and a turn waits for them, so their context goes with the first
@@ -15,8 +20,10 @@ prompt. A prompt a `UserPromptSubmit` hook blocked goes back into an empty promp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -24,32 +31,39 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from todo_agent.core.events import Event
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event
 from todo_agent.core.hooks.wiring import SessionSource
+from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import PanelPlace, project_settings_path
 from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.render import render_tasks
 
-from ..commands import looks_like_command, parse
+from ..agent_views import AgentTranscript, AgentViews
+from ..commands import SLASH_COMMANDS, SlashCommand, looks_like_command, parse
 from ..handler import EventHandler
+from ..notify import LONG_TURN
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
 from ..turns import turn_events
 from ..widgets.conversation import Conversation
 from ..widgets.markdown_blocks import preload as preload_markdown
-from ..widgets.prompt import PromptBox, PromptInput, SlashSuggestions
+from ..widgets.prompt import PromptBox, PromptInput, Suggestions
 from ..widgets.status import MODE_LABELS, StatusLine
 from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
+from .mcp_trust import McpTrustScreen
 from .sessions import SessionsScreen
 from .slash import run_slash
 from .work_area import WorkArea
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
+SHARED_LIST_POLL = 0.4
+"""Seconds between looks at a shared task list (`--task-list`): another process's change
+shows within half a second (a `stat` when nothing changed)."""
 
 
 class MainScreen(Screen[None]):
@@ -103,6 +117,8 @@ class MainScreen(Screen[None]):
         self._sent = ""
         """The prompt of the latest turn (given back if a hook blocks it)."""
         self._turn: Worker[None] | None = None
+        self._started = 0.0
+        """When the latest turn (or `!` command) started: a long one's end is worth a bell."""
         self._queued: list[str] = []
         self.tasks_seen = ""
         """The task list as last shown to the person (panel or conversation), rendered."""
@@ -110,11 +126,17 @@ class MainScreen(Screen[None]):
         """Events of the running turn: produced by the core, and drawn (see `caught_up`)."""
         self._window: int | None = None
         """The context window, for the status line (known after the warm-up)."""
+        self.agent_views = AgentViews()
+        self.viewing: str | None = None
+        """The sub-agent whose transcript is shown in place of the conversation, if any."""
+        self._viewed: AgentTranscript | None = None
 
     def compose(self) -> ComposeResult:
         with WorkArea(self.runtime, self._refuse_while_busy, id="work"):
             yield TaskPanel(id="task-panel")
             yield Conversation(id="conversation")
+            yield Static("", id="agent-view-title", markup=False)
+            yield Conversation(id="agent-view")
         yield PromptBox(id="prompt-box")
         yield StatusLine(id="status")
         yield Footer()
@@ -135,8 +157,19 @@ class MainScreen(Screen[None]):
     def busy(self) -> bool:
         return self._turn is not None and not self._turn.is_finished
 
+    @property
+    def agent_view(self) -> Conversation:
+        return self.query_one("#agent-view", Conversation)
+
     async def on_mount(self) -> None:
+        self.query_one("#agent-view-title").display = False
+        self.agent_view.display = False
+        if self.app.animation_level != "none":  # the live lines' clocks
+            self.set_interval(1, self._refresh_agents)
+        if self.runtime.config.task_list:  # another todo-agent may change it at any time
+            self.set_interval(SHARED_LIST_POLL, self._follow_shared_list)
         self.place_panel(self.panel_place)
+        self._wire_prompt()
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
         self.status.set_model(self.runtime.model_name)
@@ -144,11 +177,45 @@ class MainScreen(Screen[None]):
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
+        self.call_after_refresh(self._start_mcp)  # after the first frame too, and never waited for
         await self._show_session()
         await self._take_over_start()
         if self.pick_session:
             self.choose_session()
         self.call_after_refresh(self._ask_hook_trust)  # a modal pushed before the first frame would stall warm-up
+
+    def _wire_prompt(self) -> None:
+        """`@` completion from the workspace's file index, `/` completion with the person's commands."""
+        runtime, box = self.runtime, self.query_one(PromptBox)
+        runtime.reserve_command_names({c.name for c in SLASH_COMMANDS})
+        box.mentions = runtime.file_index
+        box.extra_commands = self.custom_slash_commands
+        app = self.app
+
+        def rebuilt() -> None:  # from the index's thread
+            if not app.is_running or not box.is_attached:  # the app or the screen has closed meanwhile
+                return
+            with contextlib.suppress(RuntimeError):  # closed between the look and the call
+                app.call_from_thread(box.files_changed)
+
+        runtime.file_index.on_rebuilt = rebuilt
+
+    def on_unmount(self) -> None:
+        self.runtime.file_index.on_rebuilt = None  # a listing that lands later has no list to update
+
+    def custom_slash_commands(self) -> list[SlashCommand]:
+        commands = self.runtime.custom_commands().commands.values()
+        return [SlashCommand(c.name, c.description, c.argument_hint, c.label) for c in commands]
+
+    async def use_command(self, command: SlashCommand) -> None:
+        """A custom command chosen in the palette: sent, or put in the prompt for its arguments."""
+        if not command.usage:
+            await self.submit(command.name)
+            return
+        prompt = self.query_one(PromptInput)
+        prompt.text = command.name + " "
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
 
     async def _take_over_start(self) -> None:
         """What was typed before the core was ready: the draft back in the prompt, and the
@@ -166,6 +233,8 @@ class MainScreen(Screen[None]):
 
     async def _show_session(self) -> None:
         """Draw the current session: its history, its notices, its task list."""
+        await self.close_agent_view()
+        self.agent_views.forget()
         await self.conversation.load(
             entries_from_history(
                 self.runtime.transcript,  # the full transcript, compactions marked
@@ -192,12 +261,85 @@ class MainScreen(Screen[None]):
         preload_markdown()
         self.runtime.warm_up()
 
+    # --- MCP servers -----------------------------------------------------------------
+
+    def _start_mcp(self) -> None:
+        mcp = self.runtime.mcp
+        if not mcp.configured:
+            return
+        mcp.listeners.append(self._mcp_changed)
+        self._show_mcp()
+        self.runtime.start_mcp()
+
+    def _show_mcp(self) -> None:
+        connected, total = self.runtime.mcp.counts()
+        failing = any(s.state == "failed" for s in self.runtime.mcp.servers)
+        self.status.set_mcp(connected, total, failing)
+
+    def _mcp_changed(self, server: McpServer) -> None:
+        """A server's state changed (called in its owner task, on this loop)."""
+        if not self.is_attached:
+            return
+        self._show_mcp()
+        if server.state == "connected":  # its tools' schemas now take part of the window
+            self._show_context_usage()
+        if server.state == "failed":
+            text = f"MCP server {server.name} failed: {server.reason} (/mcp shows it; /mcp reconnect {server.name})"
+            self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
+
+    def _ask_mcp_trust(self, *, asked: bool = False) -> None:
+        """`asked`: by `/mcp trust` (say so when nothing waits)."""
+        waiting = self.runtime.mcp.untrusted()
+        if not waiting and asked:
+            self.call_later(self.conversation.add, NoticeEntry("no project MCP server is waiting to be accepted"))
+        if waiting:
+            screen = McpTrustScreen([s.spec for s in waiting])
+            self.app.push_screen(screen, callback=lambda accepted: self._mcp_trust_answered(waiting, accepted))
+
+    async def _mcp_trust_answered(self, servers: list[McpServer], accepted: bool | None) -> None:
+        if accepted:
+            warning = self.runtime.mcp.accept(servers)
+            names = ", ".join(s.name for s in servers)
+            await self.conversation.add(NoticeEntry(f"project MCP servers accepted: {names}; starting them"))
+            if warning:
+                await self.conversation.add(NoticeEntry(warning, "warning"))
+        else:
+            self.runtime.mcp.decline(servers)
+            await self.conversation.add(
+                NoticeEntry("project MCP servers not started this session; /mcp trust starts them", "warning")
+            )
+
+    @work(exclusive=True, group="mcp", exit_on_error=False)
+    async def manage_mcp(self, action: str, name: str) -> None:
+        """`/mcp reconnect|enable|disable NAME` and `/mcp trust`, off the prompt's way."""
+        mcp = self.runtime.mcp
+        if action == "trust":
+            self._ask_mcp_trust(asked=True)
+            return
+        server = mcp.find(name)
+        if server is None:
+            known = ", ".join(s.name for s in mcp.servers) or "none configured"
+            await self.conversation.add(NoticeEntry(f"no MCP server {name!r} (servers: {known})", "warning"))
+            return
+        if action == "reconnect":
+            await mcp.reconnect(server)
+        else:
+            await mcp.set_enabled(server, action == "enable")
+        self._show_mcp()
+        await self.conversation.add(NoticeEntry(f"MCP server {server.name}: {server.state}"))
+
+    @work(exclusive=True, group="mcp", exit_on_error=False)
+    async def _restart_mcp(self) -> None:
+        await self.runtime.restart_mcp()
+        self._show_mcp()
+
     # --- hooks -------------------------------------------------------------------------
 
     def _ask_hook_trust(self) -> None:
         waiting = self.runtime.untrusted_project_hooks
         if not waiting:
             self.run_session_start("resume" if self.runtime.history else "startup")
+            self._ask_mcp_trust()
             return
         path = project_settings_path(self.runtime.config.workspace)
         self.app.push_screen(HookTrustScreen(waiting, path), callback=self._hook_trust_answered)
@@ -214,33 +356,52 @@ class MainScreen(Screen[None]):
                 NoticeEntry("project hooks not run this session; you will be asked again next time", "warning")
             )
         self.run_session_start("resume" if self.runtime.history else "startup")
+        self._ask_mcp_trust()
 
     @work(exclusive=True, group="session-start", exit_on_error=False)
     async def run_session_start(self, source: SessionSource) -> None:
         self._hooks_ready.clear()
         try:
-            handler = EventHandler(self)
-            for event in await self.runtime.start_session(source):
-                await handler.handle(event)
+            await self.show_events(await self.runtime.start_session(source))
         finally:
             self._hooks_ready.set()
+
+    async def show_events(self, events: Sequence[Event]) -> None:
+        """Events from outside a turn (hooks that ran): their notices into the conversation."""
+        handler = EventHandler(self)
+        for event in events:
+            await handler.handle(event)
 
     # --- turns -------------------------------------------------------------------------
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str) -> None:
         self._sent = prompt
+        self._started = time.monotonic()
         await self._hooks_ready.wait()  # SessionStart's context goes with the first prompt
         if not self._ready.is_set():  # sent right at launch: the client is still being built
             self.status.set_activity("connecting…")
             await self._ready.wait()
         self.status.set_activity("thinking")
+        await self._draw_turn(lambda: self.runtime.run_turn(prompt))
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_shell(self, command: str) -> None:
+        """`!command`: the person's own, run now like a turn (esc kills it)."""
+        self._sent = f"!{command}"
+        self._started = time.monotonic()
+        await self._ready.wait()
+        self.status.set_activity("running your command")
+        await self._draw_turn(lambda: self.runtime.run_shell(command))
+
+    async def _draw_turn(self, start: Callable[[], AsyncGenerator[Event, None]]) -> None:
+        """Draw the events of `start()`, pumped in a task of their own (`turn_events`), counting
+        them as they are produced and drawn (`caught_up`)."""
         handler = EventHandler(self)
-        runtime = self.runtime
         self._events = [0, 0]
 
         async def counted() -> AsyncIterator[Event]:
-            async with aclosing(runtime.run_turn(prompt)) as events:
+            async with aclosing(start()) as events:
                 async for event in events:
                     self._events[0] += 1
                     yield event
@@ -280,6 +441,7 @@ class MainScreen(Screen[None]):
                 await self.conversation.add(NoticeEntry(f"The model client could not start: {worker.error}", "error"))
                 return
             await self._server_known()
+            self.runtime.file_index.refresh()  # `@` completion's list, built in the background
             if self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
@@ -307,10 +469,21 @@ class MainScreen(Screen[None]):
         self.status.busy = False
         self.panel.working = False
         self.status.set_activity("ready")
+        self.runtime.file_index.mark_stale()  # the turn may have made or removed files
+        if worker.group == "turn" and self._started and time.monotonic() - self._started > LONG_TURN:
+            self._started = 0.0
+            self._tell_turn_ended(worker)
         if worker is self._turn:
             self._turn = None
         if self._queued:
             await self.submit(self._queued.pop(0))
+
+    def _tell_turn_ended(self, worker: Worker[None]) -> None:
+        # The app's (`TodoAgentApp.needs_person`); a test's plain app has none.
+        needs_person: Callable[[str, str], None] | None = getattr(self.app, "needs_person", None)
+        if needs_person is not None:
+            what = "the turn failed" if worker.state == WorkerState.ERROR else "the turn is done"
+            needs_person(what, "idle_prompt")
 
     # --- ConversationUI ---------------------------------------------------------
 
@@ -329,7 +502,9 @@ class MainScreen(Screen[None]):
 
     async def add_entry(self, entry: Entry) -> None:
         if isinstance(entry, ToolEntry):
-            self.status.set_activity(f"running {entry.name}")
+            self.status.set_activity(
+                f"running {entry.name}", timed=True
+            )  # the call's own time (an MCP call can be long)
         await self.conversation.add(entry)
 
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
@@ -360,6 +535,29 @@ class MainScreen(Screen[None]):
     def set_activity(self, text: str) -> None:
         self.status.set_activity(text)
 
+    async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
+        if await self.agent_views.record(event, self):
+            self._refresh_agents()
+
+    async def _follow_shared_list(self) -> None:
+        if await self.runtime.refresh_tasks():
+            await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
+
+    def _refresh_agents(self) -> None:
+        """The sub-agents' live lines, their tasks' rows, and the status line, as they are now."""
+        rows = self.runtime.agents()
+        if not rows:
+            return
+        for call_id, line in self.agent_views.lines(rows).items():
+            self.conversation.set_progress(call_id, line)
+        self.panel.show_agents(rows)
+        running = sum(1 for row in rows if row.phase == "running")
+        if running and self.busy:
+            self.status.set_activity(f"{running} sub-agent{'s' if running > 1 else ''} at work")
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        self.status.count_down(say, seconds)
+
     def turn_ended(self, reason: str) -> None:
         self.status.set_activity("ready")
         prompt = self.query_one(PromptInput)
@@ -383,7 +581,8 @@ class MainScreen(Screen[None]):
             await self.conversation.add(UserEntry(text))
             await self.run_slash(text)
             return
-        if looks_like_command(text):
+        custom = text.split(maxsplit=1)[0] in self.runtime.custom_commands().commands if text.strip() else False
+        if looks_like_command(text) and not custom:
             await self.conversation.add(UserEntry(text))
             await self.conversation.add(NoticeEntry(f"Unknown command {text.strip()}; /help lists them.", "warning"))
             return
@@ -396,7 +595,8 @@ class MainScreen(Screen[None]):
         await self.conversation.add(UserEntry(text))
         self.status.busy = True
         self.panel.working = True
-        self._turn = self.run_turn(text)
+        command = text.removeprefix("!").strip() if text.startswith("!") else None  # a lone `!` is a prompt
+        self._turn = self.run_shell(command) if command else self.run_turn(text)
 
     # --- slash commands (read in slash.py; this is the screen's side, `CommandHost`) -------
 
@@ -421,9 +621,17 @@ class MainScreen(Screen[None]):
         await self._show_session()
         await self.conversation.add(NoticeEntry(f"new session {self.runtime.session_id}"))
         self.run_session_start("clear")
+        if self.runtime.mcp.configured:  # a new session gets fresh servers (and their logs beside it)
+            self._restart_mcp()
 
     def start_compact(self, focus: str) -> None:
-        if self._refuse_while_busy("compact"):
+        if self.busy:  # sub-agents may be at work for minutes: compact before the next request
+            self.runtime.compact_soon(focus)
+            self.notify(
+                "Compacts before the model's next request, once what runs now has come back.",
+                title="/compact",
+                markup=False,
+            )
             return
         self.status.busy = True
         self._turn = self.run_compact(focus)
@@ -445,6 +653,8 @@ class MainScreen(Screen[None]):
             return
         await self._show_session()
         self.run_session_start("resume")
+        if self.runtime.mcp.configured:
+            self._restart_mcp()
 
     async def cycle_mode(self) -> None:
         self.runtime.cycle_mode()
@@ -482,13 +692,82 @@ class MainScreen(Screen[None]):
     def _task_add_cancelled(self) -> None:
         self.query_one(PromptInput).focus()
 
+    # --- sub-agents ----------------------------------------------------------------------
+
+    def _agent_of(self, task_id: str) -> str | None:
+        """The sub-agent of a task: the one at work, else the latest of this run, else the
+        latest attempt recorded on the task by this session."""
+        rows = [row for row in self.runtime.agents() if row.task_id == task_id]
+        running = [row for row in rows if row.phase != "done"]
+        if running or rows:
+            return (running or rows)[-1].agent_id
+        task = self.runtime.store.get(task_id)
+        mine = [a for a in (task.attempts if task else ()) if a.session == self.runtime.session_id]
+        return mine[-1].agent if mine else None
+
+    @on(TaskPanel.OpenAgent)
+    async def _open_agent(self, event: TaskPanel.OpenAgent) -> None:
+        agent_id = self._agent_of(event.task_id)
+        if agent_id is None:
+            self.notify(f"No sub-agent has worked on #{event.task_id}.", title="Agents", markup=False)
+            return
+        await self.show_agent(agent_id, event.task_id)
+
+    async def show_agent(self, agent_id: str, task_id: str | None = None) -> None:
+        """Show a sub-agent's transcript where the conversation is (live while it runs)."""
+        await self.close_agent_view()
+        view = self.agent_view
+        transcript = self.agent_views.transcripts.get(agent_id)
+        if transcript is None:
+            saved = self.runtime.agent_transcript(agent_id)
+            if saved is None:
+                self.notify(f"{agent_id} left no transcript.", title="Agents", severity="warning", markup=False)
+                return
+            transcript = AgentTranscript(agent_id)
+            transcript.entries = entries_from_history(saved, summarize=self.runtime.summarize)
+        self.viewing, self._viewed = agent_id, transcript
+        where = f" · #{task_id}" if task_id else ""
+        title = self.query_one("#agent-view-title", Static)
+        live = any(row.agent_id == agent_id and row.phase != "done" for row in self.runtime.agents())
+        how = "its own transcript, live" if live else "its own transcript"
+        title.update(f"◇ {agent_id}{where}: {how} (esc: back to the conversation)")
+        title.display = True
+        self.conversation.display = False
+        view.display = True
+        await transcript.attach(view)
+
+    async def close_agent_view(self) -> None:
+        """Back to the main conversation."""
+        if self._viewed is not None:
+            self._viewed.detach()
+        self.viewing, self._viewed = None, None
+        if self.is_mounted:
+            self.query_one("#agent-view-title").display = False
+            self.agent_view.display = False
+            self.conversation.display = True
+            await self.agent_view.clear()
+
+    @on(TaskPanel.StopAgent)
+    def _stop_agent(self, event: TaskPanel.StopAgent) -> None:
+        running = [r for r in self.runtime.agents() if r.task_id == event.task_id and r.phase != "done"]
+        if not running or not self.runtime.stop_agent(running[-1].agent_id):
+            self.notify(f"No sub-agent is at work on #{event.task_id}.", title="Agents", markup=False)
+            return
+        self.notify(
+            f"Stopping {running[-1].agent_id} (#{event.task_id}); the others go on.", title="Agents", markup=False
+        )
+
     # --- key actions -------------------------------------------------------------
 
     def action_interrupt(self) -> None:
         """Escape: back to the prompt from anywhere else; from the prompt, stop the turn."""
         prompt = self.query_one(PromptInput)
-        suggestions = self.query_one(SlashSuggestions)
-        if not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
+        suggestions = self.query_one(Suggestions)
+        if self.viewing is not None:  # back from a sub-agent's transcript first
+            self.run_worker(self.close_agent_view(), exit_on_error=False)
+            self.panel.close_add()
+            prompt.focus()
+        elif not prompt.has_focus:  # e.g. in the task panel: leaving it must not stop the turn
             self.panel.close_add()
             prompt.focus()
         elif suggestions.display:  # the least a person can mean: close the list

@@ -81,8 +81,10 @@ class RewindScreen(ModalScreen[list[str] | None]):
         if not self.plan.files:
             return
         item = self.plan.files[min(index, len(self.plan.files) - 1)]
-        if item.conflict:
+        if item.conflict and item.diff:
             title = f"{sanitize(item.path)}: {item.conflict}; what changed since:"
+        elif item.conflict:  # nothing to diff: a FIFO or a socket took the file's place
+            title = f"{sanitize(item.path)}: {item.conflict}"
         elif item.diff:
             title = f"{sanitize(item.path)}: what the rewind undoes:"
         else:

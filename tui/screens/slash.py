@@ -14,7 +14,7 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.tasks.history import render as render_history
 from todo_agent.core.tasks.render import render_tasks
 
-from ..commands import help_text, parse
+from ..commands import SlashCommand, help_text, parse
 from ..transcript import Entry, NoticeEntry, PlainEntry
 
 
@@ -44,6 +44,12 @@ class CommandHost(Protocol):
 
     def quit(self) -> None: ...
 
+    def manage_mcp(self, action: str, name: str) -> object:
+        """`/mcp reconnect|enable|disable NAME` or `/mcp trust`, in the background."""
+
+    def custom_slash_commands(self) -> list[SlashCommand]:
+        """The person's own commands (`.claude/commands/…`), as the table lists commands."""
+
 
 async def run_slash(host: CommandHost, text: str) -> None:
     """Carry out `text` if it is a known command (`parse`); anything else is ignored."""
@@ -64,8 +70,10 @@ async def run_slash(host: CommandHost, text: str) -> None:
             await _mode(host, argument)
         case "/model":
             await _model(host, argument)
+        case "/mcp":
+            await _mcp(host, argument)
         case "/help":
-            await host.say(PlainEntry(help_text(), "help"))
+            await host.say(PlainEntry(help_text(host.custom_slash_commands()), "help"))
         case "/quit":
             host.quit()
 
@@ -73,12 +81,65 @@ async def run_slash(host: CommandHost, text: str) -> None:
 async def _todos(host: CommandHost, argument: str) -> None:
     runtime = host.runtime
     if argument == "history":
-        await host.say(PlainEntry(render_history(runtime.store.versions())))
+        await host.say(PlainEntry(render_history(runtime.store.versions(), skipped=runtime.store.history_skipped)))
     elif argument:
         await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
     else:
         host.tasks_seen = render_tasks(runtime.tasks())
         await host.say(PlainEntry(render_tasks(runtime.tasks(), runtime.task_files())))
+
+
+async def _mcp(host: CommandHost, argument: str) -> None:
+    action, _, name = argument.partition(" ")
+    name = name.strip()
+    if not argument:
+        await host.say(PlainEntry(mcp_listing(host.runtime)))
+    elif action in ("reconnect", "enable", "disable") and name:
+        host.manage_mcp(action, name)
+    elif action == "trust" and not name:
+        host.manage_mcp("trust", "")
+    else:
+        usage = "usage: /mcp, /mcp reconnect NAME, /mcp enable NAME, /mcp disable NAME, /mcp trust"
+        await host.say(NoticeEntry(usage, "warning"))
+
+
+_SOURCES = {
+    "flag": "--mcp-config",
+    "project": ".todo-agent/settings.toml",
+    "mcp.json": ".mcp.json",
+    "user": "user settings",
+}
+
+
+def mcp_listing(runtime: Runtime) -> str:
+    """Each server: state (tools, or why it failed and its last stderr lines), where it came from."""
+    servers = runtime.mcp.servers
+    if not servers:
+        return (
+            "No MCP servers configured. Add them to .mcp.json (as Claude Code writes it), [mcp_servers.NAME] in "
+            ".todo-agent/settings.toml or your user settings, or pass --mcp-config FILE."
+        )
+    connected, total = runtime.mcp.counts()
+    lines = [f"MCP servers ({connected}/{total} connected)"]
+    width = max(len(s.name) for s in servers) + 2
+    for server in servers:
+        if server.state == "connected":
+            state = f"connected · {len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}"
+        elif server.state == "starting":
+            state = "starting…"
+        else:
+            state = server.state + (f": {server.reason}" if server.reason else "")
+        lines.append(f"  {server.name:<{width}}{state}  ({_SOURCES[server.spec.source]})")
+        if server.state == "connected":
+            continue
+        pad = " " * (width + 2)
+        lines.append(f"{pad}{server.spec.describe()}")
+        if server.state == "failed":
+            lines += [f"{pad}stderr: {line}" for line in server.stderr.tail(5)]
+        if server.log_path is not None and server.log_path.exists():
+            lines.append(f"{pad}log: {server.log_path}")
+    lines.append("/mcp reconnect NAME · enable NAME · disable NAME · trust (start the project's servers)")
+    return "\n".join(lines)
 
 
 async def _mode(host: CommandHost, argument: str) -> None:

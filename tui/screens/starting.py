@@ -5,18 +5,24 @@ good part of start-up to import and build; `TodoAgentApp` builds it in a thread 
 this screen is up. It shows what the main screen will (the task panel's frame, the
 prompt, the status line saying `starting…`), and the prompt takes keys at once: what is
 typed is carried over to the main screen, and what is sent (enter) is kept and sent, in
-order, once the core is ready. Slash commands wait too: they need the core.
+order, once the core is ready. Slash commands wait too: they need the core. shift+tab
+cycles the permission mode here as there (the status line says so), and the mode
+chosen is the main screen's; the footer shows only keys that work on this screen.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from todo_agent.core.permissions.modes import PermissionMode, next_mode
 from todo_agent.core.settings import Config
 
 from ..sanitize import sanitize
@@ -28,6 +34,10 @@ class StartScreen(Screen[None]):
     """What the person sees (and types into) while the core is being built."""
 
     AUTO_FOCUS = "#prompt"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("shift+tab", "cycle_mode", "Mode", tooltip="Cycle the permission mode", id="cycle-mode"),
+    ]
 
     DEFAULT_CSS = """
     StartScreen {
@@ -54,6 +64,8 @@ class StartScreen(Screen[None]):
         self.config = config
         self.waiting: list[str] = []
         """Prompts sent (enter) before the core was ready, oldest first."""
+        self.mode: PermissionMode = config.permission_mode
+        """The permission mode the person chose here (shift+tab); the main screen starts in it."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="work"):
@@ -68,6 +80,11 @@ class StartScreen(Screen[None]):
     def on_mount(self) -> None:
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
+
+    def action_cycle_mode(self) -> None:
+        # As the runtime's policy cycles: bypassPermissions only for a session started in it.
+        self.mode = next_mode(self.mode, bypass_in_cycle=self.config.permission_mode == "bypassPermissions")
+        self.query_one(StatusLine).mode = self.mode
 
     @on(PromptInput.Submitted)
     def _prompt_sent(self, event: PromptInput.Submitted) -> None:

@@ -93,7 +93,11 @@ class WorkArea(Vertical):
     async def _task_rewind(self, event: TaskPanel.Rewind) -> None:
         if self._refuse_while_busy("rewind a task"):
             return
-        plan = await self.runtime.plan_rewind(event.task_id)
+        try:
+            plan = await self.runtime.plan_rewind(event.task_id)
+        except OSError as exc:  # each file's trouble is in the plan; this is the session's own files failing
+            self.notify(f"Cannot plan the rewind: {exc}", severity="error", title="Rewind", markup=False)
+            return
         if not plan.files:
             self.notify(f"Task #{event.task_id} changed no files.", title="Rewind", markup=False)
             return

@@ -23,6 +23,7 @@ from ..transcript import (
     TASK_TOOLS,
     AssistantEntry,
     Entry,
+    FoldEntry,
     NoticeEntry,
     PlainEntry,
     ToolEntry,
@@ -66,7 +67,7 @@ def tool_line(entry: ToolEntry, waiting: bool, width: int = 120) -> Content:
     colour = {"ok": "$text-success", "running": "$accent"}.get(entry.status, "$text-error")
     head = Content.assemble(("⏺ ", colour), (sanitize(entry.name), "bold"), f"({sanitize(entry.summary)})")
     if entry.status == "running":
-        state = "waiting for your approval…" if waiting else "running…"
+        state = "waiting for your approval…" if waiting else sanitize(entry.progress) or "running…"
         return Content.assemble(head, "\n", (f"  ⎿  {state}", "$text-muted"))
     if entry.status == "ok" and entry.name in TASK_TOOLS:
         return Content.assemble(head, (" ✔", colour))
@@ -114,6 +115,17 @@ def output_box(output: str, width: int, painter: Painter) -> list[Strip]:
     return [Strip.join([margin, bar, fit(line, inner, box)]) for line in painter.content(text, inner, box)]
 
 
+def fold_lines(entry: FoldEntry, *, expanded: bool, width: int, painter: Painter) -> list[Strip]:
+    """`  ⎿  @cli.py  242 lines`: one line; expanded, what the model got under it."""
+    line = Content.assemble(
+        ("  ⎿  ", "$text-muted"), (sanitize(entry.label), "bold"), ("  " + sanitize(entry.detail), "$text-muted")
+    )
+    lines = [painter.content(line.truncate(width, ellipsis=True), width, painter.style())[0]]
+    if expanded:
+        lines.extend(output_box(entry.content, width, painter))
+    return lines
+
+
 def notice_lines(entry: NoticeEntry, width: int, painter: Painter) -> list[Strip]:
     """`◇ text`: instructions loaded, retries, errors, reminders."""
     style = _NOTICE_STYLE[entry.level]
@@ -139,6 +151,8 @@ def estimate_height(entry: Entry, width: int) -> int:
     match entry:
         case ToolEntry():
             return 1 if entry.status == "ok" and entry.name in TASK_TOOLS else 2
+        case FoldEntry():
+            return 1
         case AssistantEntry():
             text, width = entry.text, width - 2
         case UserEntry():
@@ -204,17 +218,33 @@ class Block:
         raise TypeError(f"no renderer for {self.entry!r}")
 
 
-class ToolBlock(Block):
-    """`⏺ Name(args)` and a `✔`/`✘` line; expanded, the call's whole output under it."""
+class FoldingBlock(Block):
+    """A block whose whole text unfolds under it (a click, or `ctrl+o` for the last one)."""
 
     margin = 0
+
+    def __init__(self, entry: Entry) -> None:
+        super().__init__(entry)
+        self.expanded = False
+
+    @property
+    def can_fold(self) -> bool:
+        return True
+
+
+class ToolBlock(FoldingBlock):
+    """`⏺ Name(args)` and a `✔`/`✘` line; expanded, the call's whole output under it."""
+
     entry: ToolEntry
 
     def __init__(self, entry: ToolEntry) -> None:
         super().__init__(entry)
         self.waiting = False
         """Whether the call waits for the person's approval (not running yet)."""
-        self.expanded = False
+
+    @property
+    def can_fold(self) -> bool:
+        return self.entry.status != "running"
 
     def _render(self, width: int, painter: Painter) -> list[Strip]:
         return tool_lines(self.entry, waiting=self.waiting, expanded=self.expanded, width=width, painter=painter)
@@ -273,10 +303,21 @@ class AssistantBlock(Block):
         return lines
 
 
+class FoldBlock(FoldingBlock):
+    """An attachment or a command's prompt: one line, and what it holds unfolded."""
+
+    entry: FoldEntry
+
+    def _render(self, width: int, painter: Painter) -> list[Strip]:
+        return fold_lines(self.entry, expanded=self.expanded, width=width, painter=painter)
+
+
 def block_for(entry: Entry) -> Block:
     match entry:
         case ToolEntry():
             return ToolBlock(entry)
+        case FoldEntry():
+            return FoldBlock(entry)
         case AssistantEntry():
             return AssistantBlock(entry)
     return Block(entry)

@@ -31,7 +31,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
-from .blocks import AssistantBlock, Block, LiveBlock, ToolBlock, block_for
+from .blocks import AssistantBlock, Block, FoldingBlock, LiveBlock, ToolBlock, block_for
 from .painter import Painter
 
 FRAME_RATE = 20
@@ -242,6 +242,13 @@ class Conversation(ScrollView, can_focus=False):
         block.waiting = False
         self._redraw(block)
 
+    def set_progress(self, call_id: str, text: str) -> None:
+        """What a running call is doing now (an `Agent` call's sub-agent), under its line."""
+        block = self._tools.get(call_id)
+        if block is not None and block.entry.status == "running" and block.entry.progress != text:
+            block.entry.progress = text
+            self._redraw(block)
+
     def set_waiting(self, tool: str | None) -> None:
         """Mark the running call of `tool` as waiting for approval; None: the wait is over."""
         self._waiting_tool = tool
@@ -264,9 +271,15 @@ class Conversation(ScrollView, can_focus=False):
                 return block
         return None
 
-    async def toggle_output(self, block: ToolBlock) -> None:
-        """Show or hide a finished call's whole output under its line."""
-        if block.entry.status == "running":
+    def last_folding_block(self) -> FoldingBlock | None:
+        for block in reversed(self._blocks):
+            if isinstance(block, FoldingBlock):
+                return block
+        return None
+
+    async def toggle_output(self, block: FoldingBlock) -> None:
+        """Show or hide a finished call's whole output (an attachment's content) under its line."""
+        if not block.can_fold:
             return
         block.expanded = not block.expanded
         self._redraw(block)
@@ -275,7 +288,7 @@ class Conversation(ScrollView, can_focus=False):
         elif self.scroll_y >= self.max_scroll_y:  # back at the end: follow new output again
             self.anchor()
 
-    def _show_top_of(self, block: ToolBlock) -> None:
+    def _show_top_of(self, block: FoldingBlock) -> None:
         """Scroll the least that shows the call's line and as much of its output as fits."""
         top = self._tops[self._blocks.index(block)]
         viewport = self.scrollable_content_region.height
@@ -286,8 +299,8 @@ class Conversation(ScrollView, can_focus=False):
         self.scroll_to_region(region, animate=False, immediate=True, force=True)
 
     async def toggle_last_output(self) -> None:
-        """`ctrl+o`: the last call's output."""
-        block = self.last_tool_block()
+        """`ctrl+o`: the last call's output (or attachment)."""
+        block = self.last_folding_block()
         if block is not None:
             await self.toggle_output(block)
 
@@ -296,7 +309,7 @@ class Conversation(ScrollView, can_focus=False):
         if offset is None:
             return
         found = self._block_at(offset.y + round(self.scroll_y) - self._lift)
-        if found is not None and isinstance(found[0], ToolBlock):
+        if found is not None and isinstance(found[0], FoldingBlock):
             event.stop()
             await self.toggle_output(found[0])
 

@@ -12,18 +12,12 @@ break, so drawing one would misstate the command), and invisible format characte
 
 from __future__ import annotations
 
-import re
-
 from textual.content import Content
 
-from ..sanitize import sanitize
+from todo_agent.core.terminal import BLANK_RUN, reveal
 
 MAX_DIFF_LINES = 400
 """A diff longer than this is cut with a note (a command is never cut)."""
-BLANK_RUN = 2
-"""This many blank lines in a row or more show as one marker line."""
-
-_INVISIBLE = re.compile("[\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff]")
 
 
 def has_hidden_characters(preview: str, kind: str) -> bool:
@@ -48,17 +42,7 @@ def _diff_style(line: str) -> str:
 
 def visible_text(preview: str, kind: str) -> str:
     """`preview` with every control and invisible character shown as a symbol."""
-    if kind != "diff":
-        preview = preview.replace("\r", "␍")
-    return _INVISIBLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", sanitize(preview, visible=True))
-
-
-def one_line(text: str) -> str:
-    """`text` for a single line (a rule that names a multi-line command): line breaks
-    show as `␤`, a long run of them as `␤×80`, other hidden characters as in a preview."""
-    visible = visible_text(text, "command")
-    runs = re.compile(f"\n{{{BLANK_RUN + 1},}}")
-    return runs.sub(lambda m: f"␤×{len(m.group())}", visible).replace("\n", "␤")
+    return reveal(preview, diff=kind == "diff")
 
 
 def collapse_blank_runs(lines: list[str]) -> list[tuple[str, bool]]:

@@ -1,11 +1,20 @@
-"""The prompt: a multi-line input with history and slash-command completion."""
+"""The prompt: a multi-line input with history, and completion of `/commands` and `@files`.
+
+Slash completion lists the commands the prompt could be the start of (the built-in ones
+and the person's own). File completion opens on a word that starts with `@` where the
+cursor is: the `MentionSource` (the workspace's file index) is asked in a worker thread,
+so typing never waits for it, and an answer for a word no longer being typed is dropped.
+`tab` (or `enter`) puts the chosen path in; a folder keeps the list open for what is in it.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, TypeVar
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -14,35 +23,149 @@ from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
+from todo_agent.core.input.file_index import Match
+
 from ..commands import SlashCommand, complete
+from ..sanitize import sanitize
+
+MENTION_MAX_AGE = 10.0
+"""Seconds a file listing is trusted when `@` completion opens; older, it is rebuilt in the
+background while the old one answers. (A turn or a `!` command marks it stale at once.)"""
+T = TypeVar("T")
+FILE_ROWS = 9
+"""Files the list shows, always this many rows (blank ones below a short list): a list
+that keeps its size is redrawn alone, while one that grows or shrinks makes the whole
+screen lay itself out again (~15–30 ms a key on a loaded machine)."""
 
 
-class SlashSuggestions(OptionList):
-    """Commands matching what is typed, shown above the prompt."""
+FILE_KEYS = "tab or enter puts it in · ↑ ↓ choose · esc closes · @path:10-40 attaches lines 10-40"
+
+
+class MentionSource(Protocol):
+    """The workspace's files, for `@` completion (`core/input/file_index.py`'s `FileIndex`)."""
+
+    def query(self, text: str, limit: int = ...) -> list[Match] | None:
+        """The best matches; None while the first listing is being built."""
+
+    def refresh(self, max_age: float = ...) -> bool: ...
+
+
+_MENTION_WORD = re.compile(r'(?:^|(?<=\s))@(?:"(?P<quoted>[^"\n]*)|(?P<bare>[^\s"]*))$')
+"""An `@word` (or `@"a quoted name`) that ends where the cursor is."""
+
+
+@dataclass(frozen=True)
+class MentionWord:
+    start: int
+    """Offset of the `@` in the text."""
+    end: int
+    """Offset just past the word (the cursor, or further if the word goes on after it)."""
+    query: str
+
+
+def mention_at(text: str, cursor: int) -> MentionWord | None:
+    """The `@` word being typed at `cursor` (an offset in `text`), if any."""
+    found = _MENTION_WORD.search(text, 0, cursor)
+    if found is None:
+        return None
+    quoted = found["quoted"] is not None
+    end = cursor
+    if not quoted:
+        while end < len(text) and not text[end].isspace():
+            end += 1
+    elif (close := text.find('"', cursor)) != -1 and "\n" not in text[cursor:close]:
+        end = close + 1
+    return MentionWord(found.start(), end, found["quoted"] if quoted else found["bare"])
+
+
+def mention_text(path: str) -> str:
+    """How a chosen path is written back: `@cli.py `, `@src/` (still open), `@"a b.md" `."""
+    written = f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
+    return written if path.endswith("/") else written + " "
+
+
+def _highlighted(match: Match) -> Content:
+    """The path with the characters the query matched in bold, one span per run of them."""
+    path = sanitize(match.path)
+    if len(path) != len(match.path) or not match.positions:  # a control character was dropped: no positions
+        return Content(path)
+    pieces: list[str | tuple[str, str]] = []
+    start = 0
+    for position in sorted(set(match.positions)):
+        if position < start:
+            continue
+        end = position
+        while end + 1 in match.positions:
+            end += 1
+        pieces += [path[start:position], (path[position : end + 1], "bold $text-accent")]
+        start = end + 1
+    pieces.append(path[start:])
+    return Content.assemble(*pieces)
+
+
+class Suggestions(OptionList):
+    """What the prompt could be completed with, shown above it: commands, or files."""
 
     can_focus = False
 
     def __init__(self) -> None:
         super().__init__()
         self.commands: list[SlashCommand] = []
+        self.matches: list[Match] = []
+        self.word: MentionWord | None = None
+        """The `@` word the files were found for (None: the list holds commands)."""
 
     def show_for(self, commands: list[SlashCommand]) -> None:
-        self.clear_options()
-        self.add_options(
-            Option(Content.assemble((c.name, "bold"), f"  {c.usage}  " if c.usage else "  ", (c.description, "dim")))
+        self.styles.height = "auto"
+        self.set_options(
+            Option(
+                Content.assemble(
+                    (c.name, "bold"),
+                    f"  {c.usage}  " if c.usage else "  ",
+                    (sanitize(c.description), "dim"),
+                    (f"  ({c.source})" if c.source else "", "dim italic"),
+                )
+            )
             for c in commands
         )
-        self.commands = commands
+        self.commands, self.matches, self.word = commands, [], None
         self.display = bool(commands)
         if commands:
             self.highlighted = 0
 
+    def show_files(self, word: MentionWord, matches: list[Match] | None) -> None:
+        """Files for the `@` word; None: the list is still being built (say so)."""
+        self.commands, self.word = [], word
+        self.matches = list(matches or [])[:FILE_ROWS]
+        if matches is None:
+            rows = [Option(Content.styled("listing the workspace's files…", "dim italic"), disabled=True)]
+        elif not self.matches:
+            rows = [Option(Content.styled(f"no file matches @{sanitize(word.query)}", "dim"), disabled=True)]
+        else:
+            rows = [Option(_highlighted(m)) for m in self.matches]
+        rows += [Option("", disabled=True) for _ in range(FILE_ROWS - len(rows) - 1)]
+        if len(rows) < FILE_ROWS:  # room left: say how to use the list
+            rows.append(Option(Content.styled(FILE_KEYS, "dim italic"), disabled=True))
+        self.styles.height = FILE_ROWS
+        self.set_options(rows)
+        self.highlighted = 0 if self.matches else None
+        self.display = True
+
+    def hide(self) -> None:
+        self.commands, self.matches, self.word = [], [], None
+        self.display = False
+
+    def _highlighted_in(self, items: Sequence[T]) -> T | None:
+        at = self.highlighted
+        return items[at] if self.display and at is not None and at < len(items) else None
+
     @property
     def selected(self) -> SlashCommand | None:
-        commands = self.commands
-        if not self.display or self.highlighted is None or self.highlighted >= len(commands):
-            return None
-        return commands[self.highlighted]
+        return self._highlighted_in(self.commands)
+
+    @property
+    def selected_file(self) -> Match | None:
+        return self._highlighted_in(self.matches)
 
 
 class PromptInput(TextArea):
@@ -51,7 +174,7 @@ class PromptInput(TextArea):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Send", tooltip="Send the prompt", show=False),
         Binding("shift+enter,ctrl+j", "newline", "Newline", tooltip="Insert a line break", show=False),
-        Binding("tab", "complete", "Complete", tooltip="Complete the slash command", show=False),
+        Binding("tab", "complete", "Complete", tooltip="Complete the /command or @file", show=False),
         Binding("up", "history(-1)", "Previous prompt", tooltip="Recall the previous prompt", show=False),
         Binding("down", "history(1)", "Next prompt", tooltip="Recall the next prompt", show=False),
     ]
@@ -75,7 +198,7 @@ class PromptInput(TextArea):
         self.prompt_history: list[str] = []
         self._history_at: int | None = None
         self._draft = ""
-        self.suggestions: SlashSuggestions | None = None
+        self.suggestions: Suggestions | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         # TextArea inserts a newline on enter before bindings run; route it to `submit`.
@@ -92,8 +215,18 @@ class PromptInput(TextArea):
         at = self._history_at
         return at is not None and at < len(self.prompt_history) and self.text == self.prompt_history[at]
 
+    @property
+    def cursor_offset(self) -> int:
+        """The cursor as an offset in `text`."""
+        row, column = self.cursor_location
+        lines = self.text.split("\n")
+        return sum(len(line) + 1 for line in lines[:row]) + column
+
     def action_submit(self) -> None:
-        chosen = self.suggestions.selected if self.suggestions and not self.browsing_history else None
+        suggestions = self.suggestions
+        if suggestions is not None and self._accept_file(suggestions, finishing=True):
+            return
+        chosen = suggestions.selected if suggestions and not self.browsing_history else None
         if chosen is not None and self.text != chosen.name:
             self.text = chosen.name
         text = self.text.strip()
@@ -105,11 +238,35 @@ class PromptInput(TextArea):
         self.text = ""
         self.post_message(self.Submitted(text))
 
+    def _accept_file(self, suggestions: Suggestions, *, finishing: bool) -> bool:
+        """Put the highlighted file in place of the `@` word; False when there is none to put
+        (or, `finishing` with enter, when the word already is that file: then enter sends)."""
+        match, word = suggestions.selected_file, suggestions.word
+        if match is None or word is None:
+            return False
+        written = mention_text(match.path)
+        text = self.text
+        if finishing and text[word.start : word.end].rstrip() == written.rstrip():
+            return False
+        rest = text[word.end :]
+        replacement = written.rstrip(" ") if rest[:1].isspace() else written
+        self.text = text[: word.start] + replacement + rest
+        # After the space that ends it: the cursor in the word would open the list again.
+        offset = word.start + len(replacement) + (1 if rest[:1].isspace() and not match.is_dir else 0)
+        before = self.text[:offset]
+        self.move_cursor((before.count("\n"), len(before) - before.rfind("\n") - 1))
+        if not match.is_dir:
+            suggestions.hide()
+        return True
+
     def action_newline(self) -> None:
         self.insert("\n")
 
     def action_complete(self) -> None:
-        chosen = self.suggestions.selected if self.suggestions else None
+        suggestions = self.suggestions
+        if suggestions is not None and self._accept_file(suggestions, finishing=False):
+            return
+        chosen = suggestions.selected if suggestions else None
         if chosen is None:
             self.screen.focus_next()
             return
@@ -155,7 +312,7 @@ class PromptBox(Vertical):
     DEFAULT_CSS = """
     PromptBox {
         height: auto;
-        & > SlashSuggestions {
+        & > Suggestions {
             display: none;
             height: auto;
             max-height: 9;
@@ -173,8 +330,15 @@ class PromptBox(Vertical):
     }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.mentions: MentionSource | None = None
+        """Where `@` completion finds files; None: no `@` completion (the first frame)."""
+        self.extra_commands: Callable[[], Sequence[SlashCommand]] = list
+        """The person's own commands, offered with the built-in ones."""
+
     def compose(self) -> ComposeResult:
-        suggestions = SlashSuggestions()
+        suggestions = Suggestions()
         prompt = PromptInput(id="prompt")
         prompt.suggestions = suggestions
         yield suggestions
@@ -182,6 +346,47 @@ class PromptBox(Vertical):
 
     @on(TextArea.Changed, "#prompt")
     def _update_suggestions(self, event: TextArea.Changed) -> None:
+        self.update_suggestions()
+
+    def update_suggestions(self) -> None:
         prompt = self.query_one(PromptInput)
+        suggestions = self.query_one(Suggestions)
         # A recalled `/help` is history, not typing: a list there would take over up/down.
-        self.query_one(SlashSuggestions).show_for([] if prompt.browsing_history else complete(prompt.text))
+        if prompt.browsing_history:
+            suggestions.hide()
+            return
+        word = mention_at(prompt.text, prompt.cursor_offset) if self.mentions is not None else None
+        if word is not None:
+            if suggestions.word is None or suggestions.word.query != word.query:
+                self._find_files(word, opening=suggestions.word is None)
+            return
+        commands = complete(prompt.text, self.extra_commands())
+        if commands:
+            suggestions.show_for(commands)
+        else:
+            suggestions.hide()
+
+    @work(thread=True, exclusive=True, group="mentions", exit_on_error=False)
+    def _find_files(self, word: MentionWord, opening: bool = False) -> None:
+        source = self.mentions
+        if source is None:
+            return
+        if opening:  # once per `@`, not per key: a rebuild competes with the typing it would serve
+            source.refresh(MENTION_MAX_AGE)
+        found = source.query(word.query)
+        self.app.call_from_thread(self._show_files, word, found)
+
+    def _show_files(self, word: MentionWord, found: list[Match] | None) -> None:
+        prompt = self.query_one(PromptInput)
+        now = mention_at(prompt.text, prompt.cursor_offset)
+        if now is None or now.query != word.query:  # typed on meanwhile: that answer is asked for already
+            return
+        self.query_one(Suggestions).show_files(now, found)
+
+    def files_changed(self) -> None:
+        """A new listing is in: the open file list is found again from it."""
+        suggestions = next(self.query(Suggestions).results(), None)
+        if suggestions is None:  # (gone: the screen closed while the files were listed)
+            return
+        if suggestions.display and suggestions.word is not None:
+            self._find_files(suggestions.word)

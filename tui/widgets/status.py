@@ -1,4 +1,5 @@
-"""The status line: activity on the left; model, permission mode and context use on the right.
+"""The status line: activity on the left; model, permission mode, MCP servers (`mcp 2/3`,
+when any is configured) and context use on the right.
 
 When the full line does not fit it drops its key hints (`(shift+tab)`, `esc to
 interrupt`) and shortens the approval wait; then a long model name is cut with an
@@ -8,6 +9,7 @@ ellipsis. Words are never cut in half: the activity, mode and context stay whole
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -89,6 +91,8 @@ class StatusLine(Horizontal):
         & > #status-mode.-plan { color: $text-accent; text-style: bold; }
         & > #status-mode.-bypassPermissions { color: $text-error; text-style: bold; }
         & > #status-context { width: auto; margin-left: 2; }
+        & > #status-mcp { width: auto; margin-left: 2; display: none; }
+        & > #status-mcp.-failing { color: $text-warning; }
     }
     """
 
@@ -104,12 +108,17 @@ class StatusLine(Horizontal):
         if mode is not None:
             self.set_reactive(StatusLine.mode, mode)
         self._started = 0.0
+        self._activity_since: float | None = None
         self._timer: Timer | None = None
         self._activity = activity
+        self._countdown: tuple[Callable[[float], str], float] | None = None
+        """While a failed request waits to be retried: what to say with the seconds left, and when the wait ends."""
+        self._countdown_timer: Timer | None = None
         self._waiting: str | None = None
         self._waiting_since = 0.0
         self._model_name = ""
         self._context_text = ""
+        self._mcp_text = ""
 
     def compose(self) -> ComposeResult:
         # The fullest idle wording until `_fit` knows the width: the first frame is drawn
@@ -119,6 +128,7 @@ class StatusLine(Horizontal):
         yield Static(self._activity, id="status-activity", markup=False)
         yield Static("", id="status-model", markup=False)
         yield Static(f"{MODE_LABELS.get(mode, mode)} (shift+tab)", id="status-mode", classes=f"-{mode}", markup=False)
+        yield Static("", id="status-mcp", markup=False)
         yield Static("", id="status-context", markup=False)
 
     def set_model(self, name: str) -> None:
@@ -129,6 +139,16 @@ class StatusLine(Horizontal):
     def set_context(self, used: int, window: int | None) -> None:
         self._context_text = context_label(used, window)
         self.query_one("#status-context", Static).update(self._context_text)
+        self._fit()
+
+    def set_mcp(self, connected: int, total: int, failing: bool = False) -> None:
+        """`mcp 2/3`: servers connected of those enabled (nothing when none is configured);
+        `failing` colours it when one has failed."""
+        self._mcp_text = f"mcp {connected}/{total}" if total else ""
+        label = self.query_one("#status-mcp", Static)
+        label.update(self._mcp_text)
+        label.display = bool(total)
+        label.set_class(failing, "-failing")
         self._fit()
 
     def on_resize(self) -> None:
@@ -152,14 +172,38 @@ class StatusLine(Horizontal):
                 self._timer = self.set_interval(1, self._fit)
         self._fit()
 
-    def set_activity(self, text: str) -> None:
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
+        """`timed`: the clock counts from now (a tool call's own time) instead of from the
+        start of the turn, until the next activity."""
+        self._stop_countdown()
         self._activity = text
+        self._activity_since = self.clock() if timed else None
         self._fit()
 
     def text_arriving(self) -> None:
         """An answer's text is streaming in: the spinner rests while it does (the text
         shows the work), and moves again half a second after the last of it."""
         self.query_one(Spinner).rest(SPINNER_REST)
+
+    def count_down(self, say: Callable[[float], str], seconds: float) -> None:
+        """Show `say(seconds left)` as the activity, updated every second (animations off
+        too: it is information, not decoration) until the next `set_activity`."""
+        self._stop_countdown()
+        self._countdown = (say, self.clock() + seconds)
+        self._countdown_timer = self.set_interval(1, self._fit)
+        self._fit()
+
+    def _stop_countdown(self) -> None:
+        self._countdown = None
+        if self._countdown_timer is not None:
+            self._countdown_timer.stop()
+            self._countdown_timer = None
+
+    def _current_activity(self) -> str:
+        if self._countdown is None:
+            return self._activity
+        say, until = self._countdown
+        return say(until - self.clock())
 
     def set_waiting(self, tool: str | None) -> None:
         """While an approval is open, say so: it wins over whatever the turn reports, and
@@ -172,10 +216,10 @@ class StatusLine(Horizontal):
     def _wordings(self) -> list[_Wording]:
         """From the fullest wording to the shortest: hints go first, then the clock."""
         mode = MODE_LABELS.get(self.mode, self.mode)
-        what = f"approval · {self._waiting}" if self._waiting else self._activity
+        what = f"approval · {self._waiting}" if self._waiting else self._current_activity()
         if not self.busy:
             return [_Wording(what, f"{mode} (shift+tab)"), _Wording(what, mode)]
-        since = self._waiting_since if self._waiting else self._started
+        since = self._waiting_since if self._waiting else (self._activity_since or self._started)
         elapsed = format_seconds(self.clock() - since) if self._timer is not None else "0s"
         # While the modal is open, esc answers it ("no") rather than interrupting.
         if self._waiting:
@@ -192,6 +236,7 @@ class StatusLine(Horizontal):
             return
         room = self.size.width - (2 if self.busy else 0)  # the spinner and its margin
         room -= cell_len(self._context_text) + 2  # 2: the margin before it (and below)
+        room -= cell_len(self._mcp_text) + 2 if self._mcp_text else 0
         wordings = self._wordings()
 
         def needs(w: _Wording) -> int:

@@ -3,6 +3,10 @@
 The panel draws a tuple of frozen `Task` values and rebuilds only when given a new one
 (`show`); the spinner of the task in progress is the only thing that ticks. Edits made
 here are posted as messages; whoever owns the task store applies them and calls `show`.
+
+A task a sub-agent claimed shows its owner and what it does now (`show_agents`: its tool,
+or its task's activeForm), with its time and tokens; `o` asks to see that sub-agent's
+transcript and `x` to stop it. A task given back shows its attempts.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
+from todo_agent.core.agents.state import AgentRow
 from todo_agent.core.tasks.model import Task, time_in_progress
+from todo_agent.core.tasks.rules import MAX_LABEL
 
 from ..sanitize import sanitize
 from .spinner import Spinner
@@ -38,19 +44,39 @@ def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
     return [b for b in task.blockedBy if b not in done]
 
 
-def meta_line(task: Task, tasks: Sequence[Task], *, now: float) -> str:
-    """`3 calls · 1m10s · ⧗ blocked by #1`, or empty: the tool calls made while the task
-    was in progress, and the time it has spent in progress (all of it, waits for an
-    approval included, not only the tools' run time)."""
+def meta_line(task: Task, tasks: Sequence[Task], *, now: float, agent: AgentRow | None = None) -> str:
+    """`3 calls · 1m10s · 4.1k tok · ⧗ blocked by #1`, or empty: the tool calls made while
+    the task was in progress, the time it has spent in progress (all of it, waits for an
+    approval included, not only the tools' run time), the tokens of its sub-agent at work,
+    and how earlier sub-agents' attempts at it ended."""
     parts: list[str] = []
     if task.tool_calls:
         parts.append(f"{task.tool_calls} {'call' if task.tool_calls == 1 else 'calls'}")
     if task.started_at is not None or task.progress_since is not None or task.progress_seconds:
         parts.append(format_seconds(time_in_progress(task, now=now)))
+    if agent is not None and agent.tokens and agent.phase != "done":
+        parts.append(f"{agent.tokens / 1000:.1f}k tok" if agent.tokens >= 1000 else f"{agent.tokens} tok")
     blockers = open_blockers(task, tasks)
     if blockers and task.status != "completed":
         parts.append("⧗ blocked by " + ", ".join(f"#{b}" for b in blockers))
+    if task.attempts and task.claim is None and task.status != "completed":
+        last = task.attempts[-1]
+        count = f"{len(task.attempts)} attempts" if len(task.attempts) > 1 else "1 attempt"
+        parts.append(f"{count}, last {last.outcome} ({last.agent})")
     return " · ".join(parts)
+
+
+def owner_line(task: Task, agent: AgentRow | None) -> str:
+    """What the row's second line says: `general-1: Edit posts.py` for a claimed task,
+    else the task's activeForm (or subject)."""
+    if task.claim is None:
+        return task.activeForm or task.subject
+    if agent is None or agent.phase == "done":
+        return f"{task.claim.agent}: {task.activeForm or 'at work'}"
+    doing = "waiting for a free slot" if agent.phase == "waiting" else agent.activity
+    if agent.phase == "running" and agent.activity in ("thinking", "writing", "starting") and task.activeForm:
+        doing = task.activeForm
+    return f"{task.claim.agent}: {doing}"
 
 
 class TaskItem(ListItem):
@@ -61,7 +87,14 @@ class TaskItem(ListItem):
     """
 
     def __init__(
-        self, task: Task, tasks: Sequence[Task], *, running: bool = False, now: float = 0.0, files: str = ""
+        self,
+        task: Task,
+        tasks: Sequence[Task],
+        *,
+        running: bool = False,
+        now: float = 0.0,
+        files: str = "",
+        agent: AgentRow | None = None,
     ) -> None:
         super().__init__()
         self._marker = Static("", classes="task-marker", markup=False)
@@ -73,7 +106,7 @@ class TaskItem(ListItem):
         self._files = Static("", classes="task-files", markup=False)
         self.task_value = task
         self.files = files
-        self.show_task(task, tasks, running=running, now=now, files=files)
+        self.show_task(task, tasks, running=running, now=now, files=files, agent=agent)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="task-line"):  # a long subject wraps under itself, not the marker
@@ -84,11 +117,19 @@ class TaskItem(ListItem):
         yield self._files
 
     def show_task(
-        self, task: Task, tasks: Sequence[Task], *, running: bool, now: float, files: str | None = None
+        self,
+        task: Task,
+        tasks: Sequence[Task],
+        *,
+        running: bool,
+        now: float,
+        files: str | None = None,
+        agent: AgentRow | None = None,
     ) -> None:
         """Show `task` (one of `tasks`, which its meta line needs for blockers) at time
         `now`; its spinner turns only while the agent is `running`. `files` is what the
-        task changed (`2 files · +14 −3`; None keeps the line as it is)."""
+        task changed (`2 files · +14 −3`; None keeps the line as it is); `agent`, the
+        sub-agent working it."""
         self.task_value = task
         if files is not None:
             self.files = files
@@ -100,8 +141,9 @@ class TaskItem(ListItem):
         self._subject.update(Content.assemble((f"#{task.id} ", "bold"), sanitize(task.subject)))
         self._active.display = task.status == "in_progress"
         self._spinner.spinning = running and task.status == "in_progress"
-        self._active_form.update(Content(f" ← {sanitize(task.activeForm or task.subject)}"))
-        meta = meta_line(task, tasks, now=now)
+        self.set_class(task.claim is not None, "-claimed")
+        self._active_form.update(Content(f" ← {sanitize(owner_line(task, agent))}"))
+        meta = meta_line(task, tasks, now=now, agent=agent)
         self._meta.update(Content(meta))
         self._meta.display = bool(meta)
 
@@ -111,7 +153,7 @@ class TaskListView(ListView):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "add", "Add task", tooltip="Add a task to the plan"),
-        Binding("space,x", "tick", "Tick", tooltip="Mark the highlighted task completed, or pending again"),
+        Binding("space", "tick", "Tick", tooltip="Mark the highlighted task completed, or pending again"),
         Binding("d,delete", "delete", "Delete", tooltip="Delete the highlighted task"),
         Binding("shift+up,K", "move(-1)", "Move up", tooltip="Move the highlighted task up", show=False),
         Binding("shift+down,J", "move(1)", "Move down", tooltip="Move the highlighted task down", show=False),
@@ -120,6 +162,8 @@ class TaskListView(ListView):
         Binding("enter", "changes", "Changes", tooltip="Show what the highlighted task changed, as one diff"),
         Binding("r", "rewind", "Rewind", tooltip="Put the files the highlighted task changed back as they were"),
         Binding("u", "undo", "Undo", tooltip="Undo your last change to the list", show=False),
+        Binding("o", "open_agent", "Agent", tooltip="Show the transcript of the sub-agent that works this task"),
+        Binding("x", "stop_agent", "Stop agent", tooltip="Stop the sub-agent that works this task"),
     ]
 
     def _highlighted_task(self) -> Task | None:
@@ -163,6 +207,16 @@ class TaskListView(ListView):
 
     def action_undo(self) -> None:
         self.post_message(TaskPanel.Undo())
+
+    def action_open_agent(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.OpenAgent(task.id))
+
+    def action_stop_agent(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.post_message(TaskPanel.StopAgent(task.id))
 
 
 class AddTaskInput(Input):
@@ -224,6 +278,18 @@ class TaskPanel(Vertical):
     class Undo(Message):
         """`u`: undo the person's last change to the list."""
 
+    @dataclass
+    class OpenAgent(Message):
+        """`o`: show the transcript of the task's sub-agent (running, or its latest)."""
+
+        task_id: str
+
+    @dataclass
+    class StopAgent(Message):
+        """`x`: stop the sub-agent working the task."""
+
+        task_id: str
+
     class AddCancelled(Message):
         """The person closed the add-task input with escape (the screen may move focus on)."""
 
@@ -269,6 +335,8 @@ class TaskPanel(Vertical):
         """The task whose subject the input edits; None while it adds a task."""
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
+        self.agents: dict[str, AgentRow] = {}
+        """Per task id, the sub-agent working it (or that worked it last in this run)."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="task-progress-label", markup=False)
@@ -278,7 +346,8 @@ class TaskPanel(Vertical):
         # Not selected on focus: `e` puts the cursor after the subject, so typing edits it.
         yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add", select_on_focus=False)
         yield Static(
-            "a add · e edit · space tick · d delete · J/K move · enter changes · r rewind · u undo",
+            "a add · e edit · space tick · d delete · J/K move · enter changes · r rewind · u undo · "
+            "o agent · x stop agent",
             id="task-help",
             markup=False,
         )
@@ -310,7 +379,18 @@ class TaskPanel(Vertical):
         now = self.clock()
         for row in self.list_view.query_children(TaskItem):
             if not only_in_progress or row.task_value.status == "in_progress":
-                row.show_task(row.task_value, self.tasks, running=self._working, now=now)
+                task = row.task_value
+                row.show_task(task, self.tasks, running=self._working, now=now, agent=self.agents.get(task.id))
+
+    def show_agents(self, rows: Sequence[AgentRow]) -> None:
+        """The sub-agents at work (and done) now; the rows of their tasks follow them."""
+        agents: dict[str, AgentRow] = {}
+        for row in rows:
+            if row.task_id is not None and (row.phase != "done" or row.task_id not in agents):
+                agents[row.task_id] = row
+        if agents != self.agents:
+            self.agents = agents
+            self._redraw_rows()
 
     @property
     def drawing(self) -> bool:
@@ -353,7 +433,9 @@ class TaskPanel(Vertical):
         rows = list(view.query_children(TaskItem))
         now = self.clock()
         added = [
-            TaskItem(t, tasks, running=self._working, now=now, files=self.changes.get(t.id, ""))
+            TaskItem(
+                t, tasks, running=self._working, now=now, files=self.changes.get(t.id, ""), agent=self.agents.get(t.id)
+            )
             for t in tasks[len(rows) :]
         ]
         for row in added:
@@ -363,7 +445,8 @@ class TaskPanel(Vertical):
         # One step from here: nothing below awaits until the surplus rows go.
         self.tasks = tasks
         for row, task in zip(rows, tasks, strict=False):
-            row.show_task(task, tasks, running=self._working, now=now, files=self.changes.get(task.id, ""))
+            files, agent = self.changes.get(task.id, ""), self.agents.get(task.id)
+            row.show_task(task, tasks, running=self._working, now=now, files=files, agent=agent)
         for row in added:
             row.display = True
         surplus = rows[len(tasks) :]
@@ -419,6 +502,14 @@ class TaskPanel(Vertical):
     def _submit_add(self, event: Input.Submitted) -> None:
         event.stop()
         subject, editing = event.value.strip(), self._editing
+        if len(subject) > MAX_LABEL:  # the store would refuse it: say so, and keep what was typed to shorten
+            self.notify(
+                f"A task's subject is at most {MAX_LABEL} characters; this one is {len(subject):,}.",
+                severity="error",
+                title="Task list",
+                markup=False,
+            )
+            return
         self._close_add()
         if subject and editing is not None:
             self.post_message(self.Rename(editing, subject))

@@ -1,0 +1,212 @@
+"""`@path` in a prompt: the file's content (a folder: its listing) goes with the message.
+
+`@cli.py`, `@src/`, `@cli.py:10-40` (lines 10 to 40), `@"name with spaces.md"`. A mention
+is a word that starts with `@` (an e-mail address is not: the `@` follows a letter). A path
+that does not exist stays plain text; trailing punctuation (`@cli.py,`) is not part of it.
+What is attached is what a Read would give the model: numbered lines, within Read's caps
+(2,000 lines, and the share of the window a tool result may take). Instead of content,
+a clear note goes to the model and the person for a binary file, a file over those caps
+(attach a range), a path outside the workspace, and one a deny rule on reading covers.
+
+The attachments travel in one user message right after the prompt (`attachment_message`),
+each in an `<attachment>` element whose content lines never start with `<` (numbered
+lines, indented listings), so `parse_attachment_message` takes it apart again to draw a
+resumed conversation. An attached file counts as read for Edit's stale-file check. An
+attachment is the `Attached` event the person is shown (`core/events.py`).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..events import Attached as Attachment
+from ..tools.files import DEFAULT_LIMIT, read_window
+from ..tools.fs import plural
+from ..tools.ledger import FileLedger
+from ..tools.results import ToolError
+from ..tools.walk import SKIP_DIRS
+
+MAX_LISTING = 500
+"""Entries of a folder listed at most."""
+OPEN = "<attachments>"
+CLOSE = "</attachments>"
+_INTRO = "The person attached these with @ in the message above (as the Read tool would show them):"
+
+_MENTION = re.compile(r'(?<![\w@/\\`])@(?:"(?P<quoted>[^"\n]+)"|(?P<bare>[^\s"`]+))')
+_RANGE = re.compile(r"(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?")
+_TRAILING = ".,;:!?)]}'"
+_ELEMENT = re.compile(
+    r'^<attachment path="(?P<path>[^"]*)" summary="(?P<summary>[^"]*)">\n(?P<body>.*?)^</attachment>$'
+    r'|^<attachment-note path="(?P<npath>[^"]*)">(?P<note>[^\n]*)</attachment-note>$',
+    re.MULTILINE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Mention:
+    token: str
+    """As typed, after the `@`: `cli.py:10-40`."""
+    path: str
+    lines: tuple[int, int | None] | None = None
+    """A line range: first, and last (None: to the end)."""
+
+
+def _candidates(token: str) -> Iterator[tuple[str, tuple[int, int | None] | None]]:
+    """Readings of a typed token, most literal first: with a line range, then with
+    trailing punctuation taken off (`cli.py,` → `cli.py`)."""
+    stripped = token
+    while stripped:
+        ranged = _RANGE.fullmatch(stripped)
+        if ranged:
+            last = ranged["last"]
+            yield ranged["path"], (int(ranged["first"]), int(last) if last else None)
+        yield stripped, None
+        if stripped[-1] not in _TRAILING:
+            return
+        stripped = stripped[:-1]
+
+
+def find_mentions(text: str, exists: Callable[[str], bool]) -> list[Mention]:
+    """The `@` mentions in `text` whose path `exists`, in order, each path once."""
+    found: dict[tuple[str, tuple[int, int | None] | None], Mention] = {}
+    for match in _MENTION.finditer(text):
+        token = match["quoted"] or match["bare"]
+        for path, lines in _candidates(token) if match["bare"] else [(token, None)]:
+            if exists(path):
+                found.setdefault((path, lines), Mention(token, path, lines))
+                break
+    return list(found.values())
+
+
+def _listing(directory: Path, hidden: Callable[[str], bool]) -> tuple[str, int]:
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError as exc:
+        raise ToolError(f"cannot list it: {exc.strerror or exc}") from exc
+    shown: list[str] = []
+    for entry in entries:
+        if hidden(entry.path):
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        suffix = "/" if is_dir else ""
+        note = "  (not listed: dependencies or caches)" if is_dir and entry.name in SKIP_DIRS else ""
+        shown.append(f"  {entry.name}{suffix}{note}")
+    count = len(shown)
+    if count > MAX_LISTING:
+        shown = [*shown[:MAX_LISTING], f"  … and {count - MAX_LISTING} more"]
+    return "\n".join(shown) or "  (empty)", count
+
+
+@dataclass(frozen=True)
+class Attacher:
+    """Turns mentions into attachments for one workspace (blocking: file reads; run in a thread)."""
+
+    workspace: Path
+    read_denied: Callable[[str], bool] = lambda path: False
+    reads: FileLedger | None = None
+    """The agent's record of what it read: an attached file counts as read (Edit's stale check)."""
+    char_limit: int = 100_000
+    """The most characters one file's attachment may take (a tool result's share of the window)."""
+
+    def exists(self, path: str) -> bool:
+        try:
+            return os.path.lexists(self._full(path))
+        except ValueError:  # a NUL byte
+            return False
+
+    def _full(self, path: str) -> Path:
+        candidate = Path(os.path.expanduser(path))
+        return candidate if candidate.is_absolute() else self.workspace / candidate
+
+    def attach_all(self, text: str) -> list[Attachment]:
+        return [self.attach(mention) for mention in find_mentions(text, self.exists)]
+
+    def attach(self, mention: Mention) -> Attachment:
+        full = self._full(mention.path)
+        real = Path(os.path.realpath(full))
+        try:
+            relative = real.relative_to(os.path.realpath(self.workspace)).as_posix()
+        except ValueError:
+            return Attachment(mention.path, note="not attached: it is outside the workspace")
+        is_dir = real.is_dir()
+        shown = (relative if relative != "." else "") + ("/" if is_dir else "") or "./"
+        if self.read_denied(str(real)):
+            return Attachment(shown, note="not attached: a deny rule on reading covers it")
+        try:
+            if is_dir:
+                listing, count = _listing(real, self.read_denied)
+                return Attachment(shown, f"{count} entr{'y' if count == 1 else 'ies'}", listing)
+            return self._file(real, shown, mention.lines)
+        except ToolError as exc:
+            return Attachment(shown, note=f"not attached: {exc}")
+
+    def _file(self, path: Path, shown: str, lines: tuple[int, int | None] | None) -> Attachment:
+        first, last = lines if lines is not None else (1, None)
+        first = max(first, 1)
+        if last is not None and last < first:
+            return Attachment(shown, note=f"not attached: the range {first}-{last} ends before it starts")
+        wanted = DEFAULT_LIMIT if last is None else last - first + 1
+        numbered, total = read_window(path, shown, first, min(wanted, DEFAULT_LIMIT), self.reads)
+        if total == 0:
+            return Attachment(shown, "empty", "(empty file)")
+        if first > total:
+            return Attachment(shown, note=f"not attached: line {first} is past its end ({plural(total, 'line')})")
+        if lines is None and total > DEFAULT_LIMIT:
+            return Attachment(
+                shown,
+                note=f"not attached: {plural(total, 'line')} is more than the {DEFAULT_LIMIT:,} a Read shows; "
+                f"attach a range (@{shown}:1-{DEFAULT_LIMIT // 4}) or ask for the part you need",
+            )
+        if wanted > DEFAULT_LIMIT:
+            return Attachment(
+                shown, note=f"not attached: a range of more than {DEFAULT_LIMIT:,} lines; attach a smaller one"
+            )
+        content = "\n".join(numbered)
+        if len(content) > self.char_limit:
+            return Attachment(
+                shown,
+                note=f"not attached: {len(content):,} characters is more than one attachment may take "
+                f"({self.char_limit:,} here); attach a range of lines",
+            )
+        shown_last = first + len(numbered) - 1
+        summary = plural(total, "line") if lines is None else f"lines {first}-{shown_last} of {total}"
+        return Attachment(shown, summary, content)
+
+
+def attachment_message(attachments: list[Attachment]) -> str:
+    """The user message that carries `attachments` (and the notes) to the model; "" for none."""
+    if not attachments:
+        return ""
+    parts = [OPEN, _INTRO]
+    for item in attachments:
+        path = html.escape(item.path)
+        if item.note:
+            parts.append(f'<attachment-note path="{path}">{html.escape(item.note)}</attachment-note>')
+        else:
+            summary = html.escape(item.summary)
+            parts.append(f'<attachment path="{path}" summary="{summary}">\n{item.content}\n</attachment>')
+    parts.append(CLOSE)
+    return "\n".join(parts)
+
+
+def parse_attachment_message(text: str) -> list[Attachment] | None:
+    """The attachments of a message `attachment_message` made; None for any other message."""
+    if not text.startswith(OPEN + "\n") or not text.rstrip().endswith(CLOSE):
+        return None
+    found: list[Attachment] = []
+    for match in _ELEMENT.finditer(text):
+        if match["note"] is not None:
+            found.append(Attachment(html.unescape(match["npath"]), note=html.unescape(match["note"])))
+        else:
+            body = match["body"].removesuffix("\n")
+            found.append(Attachment(html.unescape(match["path"]), html.unescape(match["summary"]), body))
+    return found

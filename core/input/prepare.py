@@ -1,0 +1,178 @@
+"""From what the person typed to what the model gets: the turn's `prepare_prompt` seam.
+
+1. A custom slash command (`custom_commands.py`) becomes its prompt. Its `` !`cmd` ``
+   lines run first, each checked by the permission gate as a Bash call: a deny rule
+   stops the command (nothing is sent); an allow rule (or `bypassPermissions`) lets a
+   line run. Otherwise a line from the person's own files runs (they wrote it), and one
+   from a project file runs only once the person approved this version of the file
+   (`approvals.py`); that approval also covers the file's `allowed-tools`, which a
+   project file cannot grant itself. Headless, nobody can approve: a project file's lines
+   then need an allow rule or an approval given earlier in the app.
+2. `@path` mentions (`mentions.py`) in the prompt, or in the command's text (not in its
+   commands' output), attach files and folders in one message after the prompt.
+
+Events on the way: `CommandExpanded`, one `Attached` per mention; then a `PreparedPrompt`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+
+from ..events import Attached, CommandExpanded, Event, Notice
+from ..lifecycle import PreparedPrompt
+from ..model.base import ChatModel
+from ..permissions.modes import ApprovalRequest, Approver
+from ..permissions.policy import PermissionPolicy
+from ..permissions.rules import Rule
+from ..tools.bash import BASH, DEFAULT_TIMEOUT, child_env, run_command
+from ..tools.results import ToolError
+from .approvals import approve, is_approved
+from .custom_commands import CommandSet, CustomCommand, expand, header, shell_commands
+from .mentions import Attacher, attachment_message
+
+
+def split_command(text: str) -> tuple[str, str]:
+    """(`/name`, arguments) of a prompt that starts with a slash word; ("", "") otherwise."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return "", ""
+    name, _, arguments = stripped.partition(" ")
+    first, _, rest = name.partition("\n")  # `/review` then a new line of arguments
+    return first, f"{rest} {arguments}".strip() if rest else arguments.strip()
+
+
+@dataclass
+class InputPreparer:
+    """The `prepare_prompt` of one runtime (everything it needs, asked for when a prompt comes)."""
+
+    permissions: PermissionPolicy
+    commands: Callable[[], CommandSet]
+    """The custom commands as the files are now (read again for each prompt)."""
+    attacher: Callable[[], Attacher]
+    approver: Callable[[], Approver | None]
+    model_for: Callable[[CustomCommand], ChatModel | str]
+    """A command's `model`: the client to use, or why it cannot be used."""
+    hidden_env: frozenset[str]
+
+    async def __call__(self, text: str) -> AsyncIterator[Event | PreparedPrompt]:
+        name, arguments = split_command(text)
+        command = self.commands().commands.get(name) if name else None
+        prepared = PreparedPrompt(text)
+        mentioned = text
+        if command is not None:
+            outcome: list[tuple[PreparedPrompt, str]] = []
+            async for event in self._expand(command, arguments, outcome):
+                yield event
+            prepared, mentioned = outcome[0]
+            if prepared.refusal:
+                yield prepared
+                return
+        if "@" not in mentioned:
+            yield prepared
+            return
+        attacher = self.attacher()
+        attachments = await asyncio.to_thread(attacher.attach_all, mentioned)
+        for item in attachments:
+            yield Attached(item.path, item.summary, item.content, item.note)
+        if attachments:
+            prepared = replace(prepared, follow=(attachment_message(attachments),))
+        yield prepared
+
+    async def _expand(
+        self, command: CustomCommand, arguments: str, outcome: list[tuple[PreparedPrompt, str]]
+    ) -> AsyncIterator[Event]:
+        """Run the command's shell lines if they may run, and put in `outcome` the prompt
+        it makes (or a refusal) and the text to look for `@` mentions in."""
+        lines = shell_commands(command, arguments)
+        rules, problems = _rules(command.allowed_tools)
+        for problem in problems:
+            yield Notice(f"{command.label}: allowed-tools {problem}; ignored", "warning")
+        refusal, approved = await self._may_run(command, lines, rules)
+        if refusal:
+            outcome.append((PreparedPrompt("", refusal=refusal), ""))
+            return
+        model: ChatModel | None = None
+        if command.model:
+            found = self.model_for(command)
+            if isinstance(found, str):
+                yield Notice(f"{command.label}: model {command.model!r} not used: {found}", "warning")
+            else:
+                model = found
+        outputs = [await self._run(line) for line in lines]
+        body = expand(command, arguments, outputs)
+        yield CommandExpanded(command.name, command.label, body)
+        if command.scope == "project" and rules and not approved:
+            yield Notice(f"{command.label}: its allowed-tools apply once you approve the file in the app", "warning")
+            rules = ()
+        mentioned = expand(command, arguments, [""] * len(lines))
+        outcome.append((PreparedPrompt(header(command, arguments) + body, model=model, allow=rules), mentioned))
+
+    async def _may_run(self, command: CustomCommand, lines: list[str], rules: tuple[str, ...]) -> tuple[str, bool]:
+        """(why not, whether the person approved this version). Asks when it must."""
+        policy = self.permissions
+        asking: list[str] = []
+        for line in lines:
+            decision = policy.decide(BASH, {"command": line})
+            if decision.verdict == "deny":
+                return f"{command.name} not sent: its command `{line}` is denied ({decision.reason})", False
+            if decision.verdict == "ask":
+                asking.append(line)
+        if command.scope == "user":
+            return "", True  # the person's own file: its lines are theirs
+        approved = is_approved(command.path, command.digest)
+        if approved or not (asking or rules):
+            return "", approved
+        approver = self.approver()
+        if approver is None:
+            if not asking:
+                return "", False  # only its allowed-tools wait for an approval: they are left out
+            return (
+                f"{command.name} not sent: {command.label} is a project file, and in -p mode its shell commands "
+                f"run only when an allow rule covers them or you approved this version in the app "
+                f"({'; '.join(asking)})",
+                False,
+            )
+        answer = await approver(_request(command, asking, rules))
+        if answer.decision not in ("yes", "always"):
+            return f"{command.name} not sent: you declined its shell commands", False
+        with contextlib.suppress(OSError):  # not saved: it runs this time, and the next time asks again
+            approve(command.path, command.digest)
+        return "", True
+
+    async def _run(self, line: str) -> str:
+        try:
+            result = await run_command(line, self.permissions.workspace, DEFAULT_TIMEOUT, child_env(self.hidden_env))
+        except ToolError as exc:
+            return f"Error: {exc}"
+        return result.output
+
+
+def _rules(allowed: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    good: list[str] = []
+    problems: list[str] = []
+    for text in allowed:
+        try:
+            good.append(str(Rule.parse(text)))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return tuple(good), problems
+
+
+def _request(command: CustomCommand, lines: list[str], rules: tuple[str, ...]) -> ApprovalRequest:
+    runs = f"runs {len(lines)} shell command{'s' if len(lines) != 1 else ''} before its prompt is sent"
+    grants = f"allows {', '.join(rules)} during the turn" if rules else ""
+    summary = f"{command.label} " + " and ".join(part for part in (runs if lines else "", grants) if part)
+    return ApprovalRequest(
+        tool=command.name,
+        arguments={"file": str(command.path)},
+        summary=summary,
+        preview="\n".join(lines) if lines else "\n".join(rules),
+        preview_kind="command",
+        outside_workspace=False,
+        suggested_rule="",
+        reason="it is a project file: it came with the repository",
+        remembered_for=command.label,
+    )
