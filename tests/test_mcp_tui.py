@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp_helpers import pids, stdio_spec, wait_gone
 from textual.widgets import Static
-from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
+from tui_helpers import SIZE, main_screen, make_app, screen_text, send, trust_question, turn_done, wait_until
 
 from todo_agent.core.mcp.trust import is_trusted
 from todo_agent.tui.screens.approval import ApprovalScreen
@@ -23,14 +23,6 @@ def notes(tmp_path: Path) -> Path:
     path = tmp_path / "notes"
     path.mkdir()
     return path
-
-
-async def trust_question(pilot: object, app: object) -> McpTrustScreen:
-    """The question on screen, as if read for a while (keys right after it are typing)."""
-    await wait_until(pilot, lambda: isinstance(app.screen, McpTrustScreen) and app.screen.shown_at < 1e18)  # type: ignore[arg-type, attr-defined]
-    screen = app.screen  # type: ignore[attr-defined]
-    screen.shown_at -= 1000.0
-    return screen  # type: ignore[no-any-return]
 
 
 def call(name: str, arguments: dict[str, object], call_id: str) -> dict[str, object]:
@@ -95,7 +87,7 @@ async def test_a_projects_servers_start_only_after_the_person_says_yes(workspace
         text = screen_text(app)
         assert "Start this project's MCP servers?" in text and "proj" in text and "TEST_SERVER_DIR" in text
         assert pids(notes) == [] and mcp_status(app) == "mcp 0/1"
-        await trust_question(pilot, app)
+        await trust_question(pilot, McpTrustScreen)
         await pilot.press("y")
         await wait_until(pilot, lambda: mcp_status(app) == "mcp 1/1")
         assert is_trusted(workspace, spec)
@@ -105,7 +97,7 @@ async def test_a_projects_servers_start_only_after_the_person_says_yes(workspace
 async def test_declined_project_servers_do_not_start(workspace: Path, notes: Path) -> None:
     app = make_app(workspace, [], mcp_servers=[stdio_spec("proj", notes, source="mcp.json")])
     async with app.run_test(size=SIZE) as pilot:
-        await trust_question(pilot, app)
+        await trust_question(pilot, McpTrustScreen)
         await pilot.press("n")
         await wait_until(pilot, lambda: "not started this session" in screen_text(app))
         await send(pilot, "/mcp")
@@ -126,20 +118,20 @@ async def test_a_failing_server_is_said_and_listed_with_its_stderr(workspace: Pa
 async def test_keys_typed_as_the_question_appears_do_not_answer_it(
     workspace: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from todo_agent.tui.screens import mcp_trust
+    from todo_agent.tui.screens import trust
 
-    monkeypatch.setattr(mcp_trust, "TYPING_GRACE", 600.0)  # "right after it appeared", however slow the machine
+    monkeypatch.setattr(trust, "TYPING_GRACE", 600.0)  # "right after it appeared", however slow the machine
     app = make_app(workspace, [], mcp_servers=[stdio_spec("proj", notes, source="mcp.json")])
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, McpTrustScreen) and app.screen.shown_at < 1e18)
         await pilot.press("y")  # right away: part of something typed for the prompt
         await pilot.pause()
         assert isinstance(app.screen, McpTrustScreen) and pids(notes) == []
-        await trust_question(pilot, app)
+        await trust_question(pilot, McpTrustScreen)
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, McpTrustScreen))
         await send(pilot, "/mcp trust")
-        await trust_question(pilot, app)  # asked again
+        await trust_question(pilot, McpTrustScreen)  # asked again
         await pilot.press("y")
         await wait_until(pilot, lambda: mcp_status(app) == "mcp 1/1")
         await send(pilot, "/mcp trust")

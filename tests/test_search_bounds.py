@@ -31,10 +31,17 @@ def ctx(workspace: Path) -> ToolContext:
     return ToolContext(call_id="t1", workspace=workspace)
 
 
-def _children() -> set[int]:
+def _children(pid: int | None = None) -> set[int]:
+    """Child pids of `pid` (this process by default), over all of its threads.
+
+    A thread can exit between the listing and the read; its children file is then gone.
+    """
     found: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    for task in Path(f"/proc/{pid or os.getpid()}/task").iterdir():
+        try:
+            found |= {int(child) for child in (task / "children").read_text().split()}
+        except OSError:
+            continue
     return found
 
 
@@ -95,10 +102,7 @@ def test_ctrl_c_stops_a_headless_run_stuck_in_grep(workspace: Path, tmp_path: Pa
 
 
 def _grep_workers_of(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(child) for child in (task / "children").read_text().split()}
-    return {child for child in found if b"grep_worker" in _cmdline(child)}
+    return {child for child in _children(pid) if b"grep_worker" in _cmdline(child)}
 
 
 def _cmdline(pid: int) -> bytes:

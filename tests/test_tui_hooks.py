@@ -4,20 +4,25 @@ SessionStart before the first prompt, a blocked prompt given back."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_tui_handler import run
 from textual.pilot import Pilot
-from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, turn_done, wait_until
+from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, trust_question, turn_done, wait_until
 
 from todo_agent.core.events import HookResult, Notice
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.hooks.trust import trust_path
+from todo_agent.core.mcp.config import ServerSpec
 from todo_agent.core.runtime import Runtime
 from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens import trust
 from todo_agent.tui.screens.hook_trust import HookTrustScreen
+from todo_agent.tui.screens.mcp_trust import McpTrustScreen
 from todo_agent.tui.transcript import NoticeEntry
 from todo_agent.tui.widgets.prompt import PromptInput
 
@@ -87,7 +92,7 @@ async def test_untrusted_project_hooks_are_listed_and_run_only_after_yes(workspa
     ]
     app = make_app(workspace, [{"text": "one"}], hooks=hooks)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        await trust_question(pilot, HookTrustScreen)
         await wait_until(pilot, lambda: "Run this project's hooks?" in screen_text(app))
         text = screen_text(app)
         assert "UserPromptSubmit  echo project-context" in text and "PreToolUse [Bash]  ./check.sh" in text
@@ -109,7 +114,7 @@ async def test_declined_project_hooks_do_not_run_and_are_asked_again(workspace: 
     hooks = [HookSpec("UserPromptSubmit", "echo project-context", source="project")]
     app = make_app(workspace, [{"text": "one"}], hooks=hooks)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        await trust_question(pilot, HookTrustScreen)
         await pilot.press("n")
         await wait_until(pilot, lambda: any("project hooks not run this session" in n for n in notices(app)))
         await send(pilot, "hi")
@@ -151,7 +156,7 @@ tail, the second pushes its tail sixty blank lines down."""
 async def test_the_trust_prompt_shows_every_byte_that_will_run(workspace: Path) -> None:
     app = make_app(workspace, [], hooks=HIDDEN)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen))
+        await trust_question(pilot, HookTrustScreen)
         await wait_until(pilot, lambda: "Run this project's hooks?" in screen_text(app))
         text = screen_text(app)
         assert "PreToolUse [Bash]  echo two␛]0; true;touch X␇" in text
@@ -174,3 +179,38 @@ def test_trust_prompt_with_hidden_commands_snapshot(
         await pilot.pause()
 
     assert snap_compare(make_app(workspace, []), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_keys_typed_as_the_hook_question_appears_do_not_answer_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `y` typed for the prompt as the question opens must not run a repository's hooks."""
+    monkeypatch.setattr(trust, "TYPING_GRACE", 600.0)  # "right after it appeared", however slow the machine
+    app = make_app(workspace, [], hooks=HIDDEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, HookTrustScreen) and app.screen.shown_at < math.inf)
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, HookTrustScreen)
+        await trust_question(pilot, HookTrustScreen)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HookTrustScreen))
+    assert not trust_path().exists()
+
+
+async def test_the_mcp_trust_question_shows_every_byte_a_server_would_run(workspace: Path) -> None:
+    """As for hooks: an argument that sets the window title (and hides what follows it in the
+    title) or pushes the rest of the command sixty lines down is shown whole."""
+    spec = ServerSpec(
+        "docs", "mcp.json", ".mcp.json", "stdio", command="sh",
+        args=("-c", "echo ok\x1b]0; true;touch X\x07" + "\n" * 61 + "touch Y"),
+    )  # fmt: skip
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(McpTrustScreen([spec]))
+        await trust_question(pilot, McpTrustScreen)
+        text = screen_text(app)
+        assert "echo ok␛]0; true;touch X␇" in text and "⋯ 60 blank lines" in text and "touch Y" in text
+        assert "hold control or invisible characters" in text
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, McpTrustScreen))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import math
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.main import MainScreen
+from todo_agent.tui.screens.trust import TrustScreen
 from todo_agent.tui.widgets.conversation import Conversation
 
 SIZE = (120, 36)
@@ -84,6 +86,17 @@ async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], *, limit:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not reached within {limit}s")
         await pilot.pause()
+
+
+async def trust_question(pilot: Pilot[Any], kind: type[TrustScreen]) -> TrustScreen:
+    """A trust question on screen, as if read for a while (keys right after it appears are
+    taken as typing, not as an answer)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, kind) and app.screen.shown_at < math.inf)
+    screen = app.screen
+    assert isinstance(screen, kind)
+    screen.shown_at -= 1000.0
+    return screen
 
 
 async def send(pilot: Pilot[Any], text: str) -> None:

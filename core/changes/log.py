@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..atomic import atomic_write
-from ..tasks.persistence import PersistenceError, read_json, update_atomic
+from ..tasks.persistence import read_json, update_atomic
 from .on_disk import look
 from .scan import Scan, changed, old_content, scan
 
@@ -301,10 +301,7 @@ class ChangeLog:
         if self.path is None:
             return
         data = encode(self.records, self.rewinds, self.seq)
-        try:
-            update_atomic(self.path, lambda doc: doc, lambda _current: data)
-        except PersistenceError as exc:
-            raise PersistenceError(str(exc).replace("task list", "record of changes")) from exc
+        update_atomic(self.path, lambda doc: doc, lambda _current: data, what="the record of changes")
 
 
 def _write_blob(directory: Path, digest: str, data: bytes) -> None:

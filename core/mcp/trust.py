@@ -14,59 +14,25 @@ may write, so a record the model wrote is not believed.
 
 from __future__ import annotations
 
-import hmac
-import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from ..places import data_root
-from ..seal import key, own_private, read_key, seal
-from ..tasks.persistence import PersistenceError, update_atomic
+from ..seal import SealedRecords
 from .config import ServerSpec
 
-TRUST_FILE = "trusted_mcp.json"
+RECORDS = SealedRecords("trusted_mcp.json", "the MCP server acceptance")
 
 
 def trust_path() -> Path:
-    return data_root() / TRUST_FILE
-
-
-def _decode(document: Any) -> dict[str, list[str]]:
-    if not isinstance(document, dict):
-        raise TypeError("not an object")
-    return {str(k): [f for f in v if isinstance(f, str)] for k, v in document.items() if isinstance(v, list)}
+    return RECORDS.path
 
 
 def is_trusted(workspace: Path, spec: ServerSpec) -> bool:
     """Has the person accepted exactly this server for this project? (No file: no.)"""
-    secret = read_key()
-    if secret is None or not own_private(trust_path()):
-        return False
-    try:
-        trusted = _decode(json.loads(trust_path().read_bytes()))
-    except (OSError, ValueError, TypeError):
-        return False
-    wanted = seal(secret, str(workspace.resolve()), spec.fingerprint())
-    return any(hmac.compare_digest(entry, wanted) for entry in trusted.get(str(workspace.resolve()), []))
+    return RECORDS.holds(str(workspace.resolve()), spec.fingerprint())
 
 
 def trust(workspace: Path, specs: Iterable[ServerSpec]) -> None:
-    """Remember these servers as accepted for this project (atomic write, locked).
+    """Remember these servers as accepted for this project, beside those accepted before.
     Raises OSError with a clear message when the file cannot be written."""
-    try:
-        secret = key()
-    except OSError as exc:
-        raise OSError(f"cannot remember the MCP server acceptance: {exc.strerror or exc}") from exc
-    project = str(workspace.resolve())
-    added = [seal(secret, project, spec.fingerprint()) for spec in specs]
-
-    def compute(current: dict[str, list[str]] | None) -> bytes:
-        trusted = dict(current or {})
-        trusted[project] = sorted({*trusted.get(project, []), *added})
-        return json.dumps(trusted, indent=1, sort_keys=True).encode()
-
-    try:
-        update_atomic(trust_path(), _decode, compute)
-    except PersistenceError as exc:
-        raise OSError(f"cannot remember the MCP server acceptance in {trust_path()}: {exc}") from exc
+    RECORDS.add(str(workspace.resolve()), [spec.fingerprint() for spec in specs], replace=False)

@@ -40,13 +40,15 @@ def temp_files(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.*.tmp"))
 
 
-def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T | None], bytes | None]) -> None:
+def update_atomic(
+    path: Path, decode: Callable[[Any], T], compute: Callable[[T | None], bytes | None], what: str = "the task list"
+) -> None:
     """Read, change and write `path` under one hold of the lock.
 
     `compute` gets what is on disk now (None when there is no usable file) and returns
-    the new bytes, or None to leave the file alone. Reading inside the lock makes another
-    process's saved changes the base of this one, so two processes on one list neither
-    lose each other's changes nor hand out the same id.
+    the new bytes, or None to leave the file alone; `what` names the file in errors.
+    Reading inside the lock makes another process's saved changes the base of this one,
+    so two processes on one list neither lose each other's changes nor hand out the same id.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,9 +61,9 @@ def update_atomic(path: Path, decode: Callable[[Any], T], compute: Callable[[T |
             if data is not None:
                 atomic_write(path, data)
     except Timeout as exc:
-        raise PersistenceError(f"another process holds {exc.lock_file}; the task list was not saved") from exc
+        raise PersistenceError(f"another process holds {exc.lock_file}; {what} was not saved") from exc
     except OSError as exc:
-        raise PersistenceError(f"cannot save the task list to {path}: {exc.strerror or exc}") from exc
+        raise PersistenceError(f"cannot save {what} to {path}: {exc.strerror or exc}") from exc
 
 
 def read_json(path: Path, decode: Callable[[Any], T]) -> tuple[T | None, str | None]:
