@@ -39,10 +39,12 @@ FRAME_RATE = 20
 repaints the whole pane (the view scrolls with it)."""
 SLOWEST_FRAME = 0.25
 """However far behind drawing falls, the live message is redrawn at least this often (s)."""
-BURST_FRAME = 0.12
+BURST_FRAME = 0.25
 """While more text waits than a frame takes in (a burst), it is taken in a slice at a time
 with keys served between slices, and drawn only this often (s): drawing every slice of a
-2 MB burst cost more than taking it in."""
+2 MB burst cost more than taking it in. Each draw of a burst moves the whole view (a new
+screen of highlighted text for the terminal); at 0.12 s they held typed keys up to 135 ms
+in `benchmarks/` (the `fence`, `lines` and `line` scenarios), at 0.25 s about 100 ms."""
 
 AnyBlock = Block | LiveBlock
 Anchor = tuple[AnyBlock, int]
