@@ -9,6 +9,9 @@ of `key=value`:
 - `chunks=N` (default 2000): that many content chunks of about one token each;
 - `bytes=N,chunk=K`: an answer of about N bytes in chunks of K bytes instead;
 - `rate=R` (default 0): chunks per second; 0 writes them all at once ("burst");
+- `shape=S` with `bytes=N`: `mixed` (default, as below), `fence` (one code fence holding
+  the whole answer: a model writing a long file), `lines` (10,000-character lines and
+  no blank line: one paragraph, as a model pasting output) or `line` (one line).
 - `agents=K`: a fan-out instead: the main agent's first request is answered with K `Agent`
   calls (briefs `bench child 1`…), each sub-agent's request with the streamed answer, and
   the main agent's next request (after the results) with `LAST_MARK`.
@@ -64,14 +67,41 @@ def parse(text: str) -> list[list[str]]:
 
 """
 
+CODE = """def parse_{n}(text: str) -> list[list[str]]:
+    \"\"\"Rows of `text`, split at commas (step {n}).\"\"\"
+    rows = []
+    for line in text.splitlines():
+        rows.append(line.split(","))  # a comment, {n}
+    return rows
+
+"""
+
+LONG_LINE = 10_000
+WORDS = "the loader in `module_{n}.py` reads **every** file twice, once to count and once to parse; "
+
 _TOKEN = re.compile(r"\s*\S{1,5}|\s+")
 
 
+def body_of(shape: str, size: int) -> str:
+    """About `size` bytes of an answer of `shape` (see the module's docstring)."""
+    if shape == "fence":
+        code = "".join(CODE.format(n=n) for n in range(size // len(CODE) + 1))[:size]
+        return "```python\n" + code[: code.rfind("\n") + 1] + "```\n\n"
+    if shape == "lines":
+        line = "".join(WORDS.format(n=n) for n in range(LONG_LINE // len(WORDS) + 1))[: LONG_LINE - 1] + "\n"
+        return line * (size // LONG_LINE + 1)
+    if shape == "line":
+        return "".join(WORDS.format(n=n) for n in range(size // len(WORDS) + 1))[:size] + "\n\n"
+    return "".join(SECTION.format(n=n) for n in range(size // len(SECTION) + 1))[:size]
+
+
 @cache
-def answer_chunks(chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0) -> tuple[str, ...]:
+def answer_chunks(
+    chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0, shape: str = "mixed"
+) -> tuple[str, ...]:
     """The answer, cut into its chunks: token-sized, or `chunk_bytes` long when `size_bytes` is set."""
     if size_bytes:
-        body = "".join(SECTION.format(n=n) for n in range(size_bytes // len(SECTION) + 1))[:size_bytes]
+        body = body_of(shape, size_bytes)
         pieces = [body[i : i + chunk_bytes] for i in range(0, len(body), chunk_bytes)]
     else:
         tokens: list[str] = []
@@ -83,13 +113,19 @@ def answer_chunks(chunks: int = 2000, size_bytes: int = 0, chunk_bytes: int = 0)
     return (f"{FIRST_MARK}\n\n", *pieces, f" {LAST_MARK}")
 
 
+SHAPES = ("mixed", "fence", "lines", "line")
+
+
 def scenario(model: str) -> dict[str, int]:
-    """`chunks=2000,rate=100` → {"chunks": 2000, "rate": 100}; unknown keys are ignored."""
-    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "agents": 0}
+    """`chunks=2000,rate=100` → {"chunks": 2000, "rate": 100}; unknown keys are ignored.
+    The shape is given as its index in `SHAPES`."""
+    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "shape": 0, "agents": 0}
     for part in model.split(","):
-        key, _, value = part.partition("=")
-        if key.strip() in found and value.strip().isdigit():
-            found[key.strip()] = int(value)
+        key, _, value = (s.strip() for s in part.partition("="))
+        if key == "shape" and value in SHAPES:
+            found["shape"] = SHAPES.index(value)
+        elif key in found and value.isdigit():
+            found[key] = int(value)
     return found
 
 
@@ -178,7 +214,8 @@ class StreamServer:
         head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         writer.write(head.encode("latin-1") + sse(model, {"role": "assistant", "content": ""}))
         if pieces is None:
-            pieces = answer_chunks(plan["chunks"], plan["bytes"], plan["chunk"] if plan["bytes"] else 0)
+            size, chunk = plan["bytes"], plan["chunk"] if plan["bytes"] else 0
+            pieces = answer_chunks(plan["chunks"], size, chunk, SHAPES[plan["shape"]])
         events = [sse(model, {"content": piece}) for piece in pieces]
         rate = plan["rate"]
         started = time.monotonic()

@@ -112,7 +112,7 @@ class Tmux:
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (OSError, IndexError):  # gone, or going: ESRCH while its /proc entry is read
         return False
     return state != "Z"
 

@@ -2,11 +2,13 @@
 
 Usage: python benchmarks/tui_bench.py [--rounds 3] [--only launch,burst,...] [--json OUT]
 
-Both apps run as real processes in a private tmux server (120×40) and are read the way a
-person reads them: by the screen (`capture-pane`). Rounds are interleaved (each round
-runs every scenario for every app, the order alternating), and each figure is reported
-as min / median / max over the rounds, with todo-agent's ratio to the baseline taken
-within the same round, so a busy machine slows both sides of a ratio alike.
+Both apps run as real processes in a private tmux server (120×40, or `--size`) and are
+read the way a person reads them: by the screen (`capture-pane`). Rounds are interleaved
+(each round runs every scenario for every app, the order alternating), and each figure
+is reported as min / median / max over the rounds, with todo-agent's ratio to the
+baseline taken within the same round, so a busy machine slows both sides of a ratio alike.
+`--paced MODEL` changes the paced scenario's answer (e.g. `bytes=84000,chunk=40,rate=100`:
+line-sized chunks), `--bare-fps N` the bare app's frame rate.
 
 Scenarios (each a fresh launch):
 - launch:  launch → first frame → a typed key is on screen ("input usable"); the prompt
@@ -22,6 +24,14 @@ Scenarios (each a fresh launch):
            SDK, one whose start hangs) beside none; and until the status line says `mcp 2/3`.
 - big:     a 2 MB answer (256-byte chunks, at once): Enter → last chunk on screen, and the
            slowest key meanwhile (todo-agent only).
+- fence:   as `big`, a 1 MB answer that is one code fence (a model writing a long file).
+- lines:   as `big`, a 2 MB answer of 10,000-character lines without a blank line (one
+           Markdown paragraph: pasted output).
+- line:    as `big`, a 2 MB answer that is one line (a blob, minified code).
+- resume:  `--continue` of an empty session and of a 2,000-message one, nothing typed:
+           launch → the status line says `ready` with the history drawn (the last answer
+           and the resume notice on screen): when the conversation and the agent are
+           there, not only the start screen's prompt.
 - agents:  three sub-agents streaming at once (1,000 chunks at 100/s each): the key probe
            meanwhile (p50/p99) and the CPU from Enter to the end; beside it `agents1` (one
            sub-agent streaming) and `solo` (the main agent streaming one answer), measured
@@ -66,6 +76,10 @@ MODELS = {
     "idle": "chunks=10",
     "mcp": "chunks=10",
     "big": "bytes=2000000,chunk=256",
+    "fence": "bytes=1000000,chunk=256,shape=fence",
+    "lines": "bytes=2000000,chunk=256,shape=lines",
+    "line": "bytes=2000000,chunk=256,shape=line",
+    "resume": "chunks=10",
     "agents": "agents=3,chunks=1000,rate=100",
     "agents1": "agents=1,chunks=1000,rate=100",
     "solo": "chunks=1000,rate=100",
@@ -93,6 +107,10 @@ SCENARIO_APPS = {
     "keys": (BARE, TODO, TODO_HISTORY),
     "idle": (TODO, TODO_HISTORY),
     "big": (TODO,),
+    "fence": (TODO,),
+    "lines": (TODO,),
+    "line": (TODO,),
+    "resume": (TODO, TODO_HISTORY),
     "agents": (TODO,),
     "agents1": (TODO,),
     "solo": (TODO,),
@@ -166,6 +184,22 @@ def build_history(workspace: Path, home: Path) -> None:
     build_session(workspace, HISTORY_EXCHANGES, (HERE / "history_answer.md").read_text(encoding="utf-8"), root=home)
 
 
+LAST_ANSWER = f"module_{HISTORY_EXCHANGES - 1}.py"
+"""Text of the history's last answer: on screen once the resumed conversation is drawn."""
+RESUMED_NOTICE = "resumed session"
+CODE_LINE = 'return [line.split(",") for line in text.splitlines()]'
+"""The last answer's code, on screen once its fence is drawn."""
+
+
+def is_ready(screen: str, *, history: bool) -> bool:
+    """The status line says `ready` (the main screen is up: the start screen says
+    `starting…`) and, for a resumed history, its end is drawn with the resume notice."""
+    status = [line.strip() for line in screen.splitlines()[-3:]]
+    if not any(line.startswith("ready ") for line in status):
+        return False
+    return not history or (LAST_ANSWER in screen and RESUMED_NOTICE in screen and CODE_LINE in screen)
+
+
 @dataclass
 class Running:
     tmux: Tmux
@@ -189,6 +223,14 @@ class Running:
         return self.wait(lambda screen: text in screen, timeout)
 
 
+@dataclass(frozen=True)
+class Options:
+    size: tuple[int, int] = (120, 40)
+    """The terminal, columns × rows."""
+    bare_fps: int | None = None
+    """`TEXTUAL_FPS` for the bare app (None: Textual's default, 60)."""
+
+
 @dataclass
 class Bench:
     tmux: Tmux
@@ -198,11 +240,13 @@ class Bench:
     """The `todo-agent` executable measured."""
     other: Path | None = None
     """Another `todo-agent` measured in the same rounds (`--compare`), e.g. the code before a change."""
+    options: Options = field(default_factory=Options)
 
 
 @contextmanager
-def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
-    """Launch `app` in a fresh workspace; measure the first frame and input usable on the way."""
+def started(bench: Bench, app: App, model: str, *, type_first: bool = True) -> Iterator[Running]:
+    """Launch `app` in a fresh workspace; measure the first frame and input usable on the way
+    (`type_first`; else nothing is typed before the scenario runs)."""
     tmux, server = bench.tmux, bench.server
     run_dir = Path(tempfile.mkdtemp(dir=bench.workdir))
     workspace, home, config = run_dir / "project", run_dir / "home", run_dir / "config"
@@ -228,14 +272,18 @@ def started(bench: Bench, app: App, model: str) -> Iterator[Running]:
     else:
         argv = [sys.executable, str(HERE / "bare_textual.py"), server.url, model]
         placeholder = "Ask…"
+        if bench.options.bare_fps:
+            env["TEXTUAL_FPS"] = str(bench.options.bare_fps)
     name = f"bench-{run_dir.name}"
+    os.sync()  # the session just written (725 KB) is not flushed to disk during the launch measured
     launched = time.monotonic()
-    pid = tmux.launch(name, argv, cwd=workspace, env=env)
+    pid = tmux.launch(name, argv, cwd=workspace, env=env, size=bench.options.size)
     running = Running(tmux, name, pid, app, placeholder, launched)
     try:
         running.figures["first_frame"] = running.wait_text(placeholder) - launched
-        tmux.type(name, USABLE_MARK)
-        running.figures["input_usable"] = running.wait_text(USABLE_MARK) - launched
+        if type_first:
+            tmux.type(name, USABLE_MARK)
+            running.figures["input_usable"] = running.wait_text(USABLE_MARK) - launched
         yield running
     finally:
         tmux.kill(name, pid)
@@ -372,18 +420,25 @@ def scenario_idle(run: Running, server: Server) -> None:
 
 
 BIG_LIMIT = 300.0
-"""Seconds after which the 2 MB answer counts as never shown (reported as this limit)."""
+"""Seconds after which a big answer counts as never shown (reported as this limit)."""
 
 
-def scenario_big(run: Running, server: Server) -> None:
+def scenario_big(run: Running, server: Server, prefix: str) -> None:
     before = settle(run.pid)
     enter = send_prompt(run, server)
     run.wait_text(run.placeholder)
     latencies = probe_keys(run, done=lambda screen: LAST_MARK in screen, limit=BIG_LIMIT)
-    run.figures["big_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
-    run.figures["big_cpu"] = cpu_seconds(run.pid) - before
-    run.figures["big_key_p99"] = percentile(latencies, 0.99)
-    run.figures["big_key_max"] = max(latencies)
+    run.figures[f"{prefix}_visible"] = min(BIG_LIMIT, time.monotonic() - enter)
+    run.figures[f"{prefix}_cpu"] = cpu_seconds(run.pid) - before
+    run.figures[f"{prefix}_key_p99"] = percentile(latencies, 0.99)
+    run.figures[f"{prefix}_key_max"] = max(latencies)
+
+
+def scenario_resume(run: Running, server: Server) -> None:
+    history = run.app.history
+    run.figures["ready"] = run.wait(lambda screen: is_ready(screen, history=history)) - run.launched
+    run.figures["ready_cpu"] = cpu_seconds(run.pid)  # less noisy than the time on a busy machine
+    settle(run.pid, quiet=1.0)  # the warm-up (`import openai`) after it, so the next launch is not slowed
 
 
 def scenario_mcp(run: Running, server: Server) -> None:
@@ -412,7 +467,11 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "paced": lambda run, server: scenario_stream(run, server, "paced"),
     "keys": scenario_keys,
     "idle": scenario_idle,
-    "big": scenario_big,
+    "big": lambda run, server: scenario_big(run, server, "big"),
+    "fence": lambda run, server: scenario_big(run, server, "fence"),
+    "lines": lambda run, server: scenario_big(run, server, "lines"),
+    "line": lambda run, server: scenario_big(run, server, "line"),
+    "resume": scenario_resume,
     "agents": lambda run, server: scenario_streams(run, server, "agents3"),
     "agents1": lambda run, server: scenario_streams(run, server, "agents1"),
     "solo": lambda run, server: scenario_streams(run, server, "solo"),
@@ -455,19 +514,21 @@ def precompile(executable: Path) -> None:
     subprocess.run([str(interpreter), "-c", COMPILE], check=True)
 
 
-def run_rounds(rounds: int, only: list[str], workdir: Path, todo_agent: Path, other: Path | None) -> Results:
+def run_rounds(
+    rounds: int, only: list[str], workdir: Path, todo_agent: Path, *, other: Path | None, options: Options
+) -> Results:
     results: Results = {}
     for executable in (todo_agent, *([other] if other else [])):
         precompile(executable)
     server = Server(workdir)
     tmux = Tmux(f"todo-agent-bench-{os.getpid()}")
-    bench = Bench(tmux, server, workdir, todo_agent, other)
+    bench = Bench(tmux, server, workdir, todo_agent, other, options)
     try:
         for number in range(rounds):
             for scenario in only:
                 apps = with_other(SCENARIO_APPS[scenario]) if other else SCENARIO_APPS[scenario]
                 for app in apps if number % 2 == 0 else tuple(reversed(apps)):
-                    with started(bench, app, MODELS[scenario]) as run:
+                    with started(bench, app, MODELS[scenario], type_first=scenario != "resume") as run:
                         SCENARIOS[scenario](run, server)
                     for figure, value in run.figures.items():
                         key = f"{scenario}.{figure}"
@@ -489,20 +550,29 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}"
 
 
+def ratios(values: list[float], base: list[float]) -> str:
+    """min / median / max of the ratios taken within each round."""
+    return spread([v / b for v, b in zip(values, base, strict=False) if b])
+
+
 def report(results: Results) -> str:
-    """One row per figure: each app's min / median / max, and each ratio to the baseline."""
+    """One row per figure: each app's min / median / max, each ratio to the baseline, and
+    the resumed history's ratio to the empty session."""
     labels = sorted(results, key=lambda label: (label == BARE.label, label))
     others = [label for label in labels if label != BARE.label]
     bare = results.get(BARE.label, {})
+    empty, history = results.get(TODO.label, {}), results.get(TODO_HISTORY.label, {})
     head = ["figure", *labels, *(f"{label} / bare" for label in others if bare)]
+    if empty and history:
+        head.append(f"{TODO_HISTORY.label} / {TODO.label}")
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     keys = sorted({key for figures in results.values() for key in figures})
     for key in keys:
         cells = [key, *(spread(results[label].get(key, [])) for label in labels)]
         if bare:
-            for label in others:
-                values, base = results[label].get(key, []), bare.get(key, [])
-                cells.append(spread([v / b for v, b in zip(values, base, strict=False) if b]))
+            cells.extend(ratios(results[label].get(key, []), bare.get(key, [])) for label in others)
+        if empty and history:
+            cells.append(ratios(history.get(key, []), empty.get(key, [])))
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -515,6 +585,13 @@ def main() -> None:
         "--only", default=",".join(SCENARIOS), help="comma-separated scenarios: " + ", ".join(SCENARIOS)
     )
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--size", default="120x40", help="the terminal both apps run in, COLUMNSxROWS")
+    parser.add_argument(
+        "--paced", default=MODELS["paced"], help="the paced scenario's answer (a stream_server.py model)"
+    )
+    parser.add_argument(
+        "--bare-fps", type=int, help="the bare app's most frames a second (TEXTUAL_FPS; Textual's default is 60)"
+    )
     parser.add_argument("--compare", type=Path, help="another todo-agent executable, measured in the same rounds")
     parser.add_argument(
         "--todo-agent",
@@ -527,9 +604,12 @@ def main() -> None:
     unknown = [s for s in only if s not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(unknown)}")
+    MODELS["paced"] = args.paced
+    columns, _, rows = args.size.partition("x")
+    options = Options((int(columns), int(rows)), args.bare_fps)
     with tempfile.TemporaryDirectory(prefix="todo-agent-bench-") as tmp:
         other = args.compare.resolve() if args.compare else None
-        results = run_rounds(args.rounds, only, Path(tmp), args.todo_agent.resolve(), other)
+        results = run_rounds(args.rounds, only, Path(tmp), args.todo_agent.resolve(), other=other, options=options)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import glob
+import importlib
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
@@ -100,6 +101,10 @@ def create_model(
     return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
 
 
+STREAM_SLICE = 0.008
+"""Seconds of a streamed response's parsing after which the event loop gets a turn."""
+
+
 @dataclass
 class LazyModel:
     """Builds the real model client on first use, keeping `import openai` off start-up."""
@@ -117,7 +122,7 @@ class LazyModel:
     def load_client(self) -> None:
         """Import the client's code (the CPU-heavy part of `get`) without building it yet."""
         if not self.config.model.startswith("script:"):
-            pass
+            importlib.import_module(f"{__package__}.model.openai_chat")
 
     def get(self) -> ChatModel:
         if self._model is None:
@@ -133,8 +138,15 @@ class LazyModel:
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
     ) -> AsyncIterator[StreamItem]:
+        # The client parses whatever the socket holds without pausing: after a burst
+        # (a fast local server), hundreds of chunks in one go, with keys and the screen
+        # waiting. Pausing every `STREAM_SLICE` seconds lets the event loop serve them between.
+        paused = time.monotonic()
         async for item in self.get().stream(messages, tools, max_tokens=max_tokens):
             yield item
+            if time.monotonic() - paused > STREAM_SLICE:
+                await asyncio.sleep(0)
+                paused = time.monotonic()
 
 
 def build_tools(tasks_version: str) -> list[Tool]:

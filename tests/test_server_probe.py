@@ -9,6 +9,8 @@ doing them one after the other runs into the probe's timeout and loses the answe
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -74,6 +76,18 @@ def test_the_probe_asks_both_questions_at_once() -> None:
         info = probe(base_url, None)
     assert info.model_ids == ("served-model",)
     assert info.n_ctx == 4096
+
+
+def test_loading_the_client_imports_it(workspace: Path) -> None:
+    """`load_client` is the CPU-heavy part of the warm-up that the server's answer overlaps."""
+    child = (
+        "import sys; from pathlib import Path; from todo_agent.core.runtime import LazyModel;"
+        "from todo_agent.core.settings import Config;"
+        f"LazyModel(Config(workspace=Path({str(workspace)!r}), model='gpt-x')).load_client();"
+        "print('openai' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "True"
 
 
 def test_the_client_is_loaded_while_the_server_is_asked(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:

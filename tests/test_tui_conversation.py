@@ -8,21 +8,20 @@ leave the conversation alone) and what the person sees.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from textual.app import App, ComposeResult
 from textual.geometry import Offset
 from textual.selection import Selection
 from textual.widgets import TextArea
-from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
+from tui_helpers import SIZE, Host, main_screen, make_app, pieces, screen_text, send, turn_done, wait_until
 
 from todo_agent.core.session.transcript import Session
 from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
 from todo_agent.tui.widgets import blocks, markdown_body
 from todo_agent.tui.widgets.blocks import MAX_OUTPUT_LINES, Block, LiveBlock, ToolBlock
 from todo_agent.tui.widgets.conversation import Conversation
+from todo_agent.tui.widgets.markdown_blocks import Piece
 from todo_agent.tui.widgets.painter import Painter
 
 ANSWER = """# Plan {n}
@@ -59,22 +58,6 @@ LONG_ANSWER = ANSWER.format(n=0)
 def long_answer(copies: int) -> str:
     """`copies` answers in one, every block different."""
     return "".join(ANSWER.format(n=n) for n in range(copies))
-
-
-class Host(App[None]):
-    def __init__(self, conversation: Conversation) -> None:
-        super().__init__()
-        self.conversation = conversation
-        self.animation_level = "none"
-
-    def compose(self) -> ComposeResult:
-        yield self.conversation
-        yield TextArea(id="typing")
-
-
-def pieces(text: str, size: int = 3) -> Iterator[str]:
-    for start in range(0, len(text), size):
-        yield text[start : start + size]
 
 
 def history(exchanges: int) -> list[Entry]:
@@ -215,18 +198,18 @@ async def test_a_streamed_answer_looks_at_every_step_like_the_finished_one() -> 
 
 async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
     app = Host(Conversation())
-    again: list[str] = []
-    drawn: set[tuple[str, int]] = set()
+    again: list[Piece] = []
+    drawn: set[tuple[Piece, int]] = set()
     real = markdown_body.block_lines
 
-    def watching(block: str, width: int, painter: Painter) -> list[Any]:
+    def watching(piece: Piece, width: int, painter: Painter) -> list[Any]:
         live = app.conversation.live
-        finished = live is not None and block.rstrip() in {b.rstrip() for b in live.finished_blocks}
-        if finished and (block.rstrip(), width) in drawn:
-            again.append(block)
+        finished = live is not None and piece in live.final_pieces
+        if finished and (piece, width) in drawn:
+            again.append(piece)
         if finished:
-            drawn.add((block.rstrip(), width))
-        return real(block, width, painter)
+            drawn.add((piece, width))
+        return real(piece, width, painter)
 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -237,7 +220,8 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
             for piece in pieces(text, 4):
                 await app.conversation.write_live(piece)
                 await pilot.pause()
-        assert app.conversation.live is not None and len(app.conversation.live.finished_blocks) > 20
+            await wait_until(pilot, lambda: app.conversation.live is not None and not app.conversation.live.dirty)
+        assert app.conversation.live is not None and len(app.conversation.live.final_pieces) > 20
         assert again == []
 
 
@@ -262,6 +246,38 @@ async def test_tokens_are_drawn_a_frame_at_a_time() -> None:
         assert "Last paragraph" in conversation.block_text(conversation.blocks[-1])
 
 
+async def test_a_steady_stream_repaints_only_the_line_that_grows() -> None:
+    """Words added to the last line of a long paragraph repaint that line, not the
+    paragraph (each repainted line costs the screen a chop and a write, 20 times a second)."""
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        await conversation.write_live("A paragraph " + "of several words " * 40 + "\n" + "and more " * 3)
+        await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+        await pilot.pause()
+        live = conversation.live
+        assert live is not None and live.height >= 6
+        painted: list[int] = []
+        real = conversation.render_line
+
+        def render_line(y: int) -> Any:
+            painted.append(y)
+            return real(y)
+
+        conversation.render_line = render_line  # type: ignore[method-assign]
+        frames = []
+        for word in ("one ", "two ", "three ", "four "):  # the last line has room for them
+            height = live.height
+            await conversation.write_live(word)
+            await wait_until(pilot, lambda: not live.dirty)
+            await pilot.pause()
+            assert live.height == height
+            frames.append(len(painted))
+            painted.clear()
+        assert frames == [1, 1, 1, 1]
+        assert "three four" in conversation.block_text(live)
+
+
 async def test_the_finished_message_takes_the_live_one_s_place_and_lines() -> None:
     app = Host(Conversation())
     async with app.run_test(size=SIZE) as pilot:
@@ -273,12 +289,12 @@ async def test_the_finished_message_takes_the_live_one_s_place_and_lines() -> No
         live = conversation.live
         assert live is not None
         shown = conversation.block_text(live)
-        drawn: list[str] = []
+        drawn: list[Piece] = []
         real = markdown_body.block_lines
 
-        def counting(block: str, width: int, painter: Painter) -> list[Any]:
-            drawn.append(block)
-            return real(block, width, painter)
+        def counting(piece: Piece, width: int, painter: Painter) -> list[Any]:
+            drawn.append(piece)
+            return real(piece, width, painter)
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(markdown_body, "block_lines", counting)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from tui_helpers import (
     HOSTILE,
     LITERALS,
@@ -31,6 +32,7 @@ from todo_agent.tui.handler import EventHandler
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.transcript import AssistantEntry
+from todo_agent.tui.widgets import markdown_blocks
 
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -73,6 +75,31 @@ async def test_assistant_markdown_live_and_finished(workspace: Path) -> None:
         model.release.set()
         await turn_done(pilot)
         assert screen.conversation.live is None and AssistantEntry(model.text) in screen.conversation.entries
+        assert_literal_on_screen(app)
+
+
+async def test_a_long_fence_and_paragraph_drawn_in_slices(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices of a long block reach the screen by other paths (code highlighted on its own,
+    a paragraph's lines as inline Markdown): still literal, live and finished."""
+    monkeypatch.setattr(markdown_blocks, "SLICE_LINES", 4)
+    lines = "".join(f"line {n} {HOSTILE}\n" for n in range(30))
+    model = GatedModel(f"```\n{lines}```\n\n{lines}")
+    app = make_app(workspace, model)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        screen = main_screen(app)
+        await wait_until(pilot, lambda: screen.conversation.live is not None and not screen.conversation.live.dirty)
+        await pilot.pause()
+        live = screen.conversation.live
+        assert live is not None and {p.kind for p in live.final_pieces} >= {"code", "paragraph"}
+        assert_literal_on_screen(app)
+        screen.conversation.release_anchor()
+        screen.conversation.scroll_home(animate=False, immediate=True)  # the code slices
+        await pilot.pause()
+        assert_literal_on_screen(app)
+        model.release.set()
+        await turn_done(pilot)
+        assert screen.conversation.live is None
         assert_literal_on_screen(app)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from textual.app import App, ComposeResult
@@ -348,6 +349,50 @@ async def test_the_approval_clock_counts_from_the_question() -> None:
         status.set_waiting(None)  # answered: the turn's own clock again
         await pilot.pause()
         assert "1m15s · esc to interrupt" in text_of(status)
+
+
+async def test_the_spinner_rests_while_an_answer_s_text_arrives() -> None:
+    """The text shows the work; each spinner frame would be a screen update of its own."""
+    status = StatusLine()
+    async with Host(status, animations=True).run_test(size=(120, 1)) as pilot:
+        status.busy = True
+        await pilot.pause()
+        spinner = status.query_one(Spinner)
+        shown = str(spinner.render())
+        status.text_arriving()
+        for _ in range(3):
+            spinner._tick()  # its timer's ticks, while the text arrives
+        assert str(spinner.render()) == shown
+        spinner.rest(0)  # half a second after the last text
+        spinner._tick()
+        assert str(spinner.render()) != shown
+
+
+async def test_the_ticking_clock_repaints_the_status_line_without_a_layout() -> None:
+    """Every second of a turn the clock changes the words: that is a repaint of the line,
+    not a layout of the whole screen (which repaints everything on it)."""
+    now = [1000.0]
+    status = StatusLine()
+    status.clock = lambda: now[0]
+    async with Host(status, animations=True).run_test(size=(120, 1)) as pilot:
+        status.busy = True
+        status.set_activity("writing")
+        await pilot.pause()
+        layouts = 0
+        real = pilot.app.screen._refresh_layout
+
+        def counting(*args: Any, **kwargs: Any) -> None:
+            nonlocal layouts
+            layouts += 1
+            real(*args, **kwargs)
+
+        pilot.app.screen._refresh_layout = counting  # type: ignore[method-assign]
+        for second in range(1, 4):
+            now[0] += 1
+            status._fit()  # the clock's tick
+            await pilot.pause()
+            assert f"writing · {second}s · esc to interrupt" in text_of(status)
+        assert layouts == 0
 
 
 async def test_overlapping_panel_redraws_draw_each_task_once() -> None:

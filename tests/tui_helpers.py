@@ -7,12 +7,14 @@ import html
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widgets import TextArea
 
 from todo_agent.core.model.base import Message, ModelResponse, StreamItem
 from todo_agent.core.model.scripted import ScriptedModel
@@ -20,6 +22,7 @@ from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.main import MainScreen
 from todo_agent.tui.screens.trust import TrustScreen
+from todo_agent.tui.widgets.conversation import Conversation
 
 SIZE = (120, 36)
 
@@ -190,3 +193,22 @@ def task_steps(*subjects: str, start: str | None = "1") -> list[dict[str, Any]]:
     if start:
         steps.append({"tool_calls": [{"name": "TaskUpdate", "arguments": {"taskId": start, "status": "in_progress"}}]})
     return steps
+
+
+class Host(App[None]):
+    """A conversation pane on its own, and a text area to type into beside it."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__()
+        self.conversation = conversation
+        self.animation_level = "none"
+
+    def compose(self) -> ComposeResult:
+        yield self.conversation
+        yield TextArea(id="typing")
+
+
+def pieces(text: str, size: int = 3) -> Iterator[str]:
+    """`text` in pieces of `size` characters, as a model streams it."""
+    for start in range(0, len(text), size):
+        yield text[start : start + size]

@@ -19,6 +19,7 @@ full-screen view. Settings errors are found before the app starts, as before.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -107,6 +108,7 @@ class TodoAgentApp(App[int]):
         self.pick_session = pick_session
         self.starter: RuntimeStarter | None = None
         """Set by `starting`: the runtime being built while the first frame is up."""
+        self._start: StartScreen | None = None
         self._last_ctrl_c = -QUIT_WINDOW
         self._approval_key: tuple[ApprovalScreen, str, float] | None = None
         """The last key an approval modal got: the modal, the key, when it was typed."""
@@ -192,7 +194,8 @@ class TodoAgentApp(App[int]):
         the prompt until the next full repaint (~30 ms later).
         """
         if self.runtime is None and self.starter is not None:
-            return StartScreen(self.config)
+            self._start = StartScreen(self.config)
+            return self._start
         return super().get_default_screen()
 
     def on_mount(self) -> None:
@@ -204,11 +207,26 @@ class TodoAgentApp(App[int]):
             self._show_main(self.runtime)
         elif self.starter is not None:
             # `call_later`: the result is taken in the app's own context, as a message
-            self.call_after_refresh(self.starter.start, partial(self.call_later, self._runtime_built))
+            self.call_after_refresh(self._first_frame_out)
         else:
             from .screens.welcome import WelcomeScreen  # only without a model: off the usual start-up
 
             self.push_screen(WelcomeScreen())
+
+    def _first_frame_out(self) -> None:
+        """The first frame is on screen: build the core (in a thread) now."""
+        # What drew the first frame (Textual, Rich, the start screen: most of the objects
+        # the process will ever hold) lives as long as the app. Out of the collector's
+        # way, the collections while the core loads and a session is read walk only what
+        # is new (a full one walked everything: 30-80 ms of a resume).
+        gc.freeze()
+        assert self.starter is not None
+        self.starter.start(partial(self.call_later, self._runtime_built), self._prompt_waits)
+
+    def _prompt_waits(self) -> bool:
+        """Whether a prompt waits for the model: sent on the start screen, or given on the
+        command line (asked from the start-up thread: it reads, never changes)."""
+        return bool(self.initial_prompt or (self._start is not None and self._start.waiting))
 
     def _runtime_built(self) -> None:
         """On the event loop, once the starter's thread is done: the main screen, or exit."""

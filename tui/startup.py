@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 class RuntimeStarter:
     """Runs `create` once in a thread of its own; its result or error is kept here.
 
-    `done` is called on the event loop that called `start`, if that loop still runs; then
-    the thread goes on to warm the runtime up (`Runtime.warm_up`: the server asked, the
-    model client built), so that a prompt sent at launch does not wait for the main
-    screen to start that; the main screen's own warm-up waits for this one and reports
-    its error, if any.
+    `done` is called on the event loop that called `start`, if that loop still runs. If
+    a prompt is waiting then (`hurry()`: sent on the start screen, or given on the command
+    line), the thread goes on to warm the runtime up (`Runtime.warm_up`: the server asked,
+    the model client built), so that the prompt does not wait for the main screen to
+    start that; the main screen's own warm-up waits for this one and reports its error,
+    if any. With nothing waiting, the main screen starts the warm-up after its first
+    frame: `import openai` (~0.4 s of CPU) would otherwise share the interpreter lock
+    with drawing that frame, and a resumed conversation would come up twice as slowly.
     The thread is joined by whoever owns the app (`run_app`), so a person who quits
     before the core is ready leaves no thread behind and the runtime is still closed.
     """
@@ -35,7 +38,7 @@ class RuntimeStarter:
         self.runtime: Runtime | None = None
         self.error: BaseException | None = None
 
-    def start(self, done: Callable[[], object]) -> None:
+    def start(self, done: Callable[[], object], hurry: Callable[[], bool] = lambda: True) -> None:
         loop = asyncio.get_running_loop()
 
         def build() -> None:
@@ -45,7 +48,7 @@ class RuntimeStarter:
                 self.error = exc
             with contextlib.suppress(RuntimeError):  # the app has already quit
                 loop.call_soon_threadsafe(done)
-            if self.runtime is not None and not loop.is_closed():
+            if self.runtime is not None and not loop.is_closed() and hurry():
                 with contextlib.suppress(Exception):  # said by the main screen's warm-up
                     self.runtime.warm_up()
 

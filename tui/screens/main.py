@@ -490,6 +490,7 @@ class MainScreen(Screen[None]):
     async def stream_text(self, text: str) -> None:
         if self.conversation.live is None:  # once per message: per token, it re-laid out the screen
             self.status.set_activity("writing")
+        self.status.text_arriving()
         await self.conversation.write_live(text)
 
     async def finish_message(self, text: str | None) -> None:

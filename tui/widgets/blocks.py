@@ -12,6 +12,7 @@ output is drawn as what it is.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 from textual.content import Content
@@ -29,8 +30,9 @@ from ..transcript import (
     UserEntry,
     output_summary,
 )
-from .markdown_blocks import GrowingMarkdown, split_blocks
+from .markdown_blocks import Piece, split_pieces
 from .markdown_body import GUTTER, MarkdownBody, block_lines, decorate
+from .markdown_stream import GrowingMarkdown, Settled
 from .painter import Painter, fit, spacing
 
 MAX_OUTPUT_LINES = 2100
@@ -249,7 +251,7 @@ class ToolBlock(FoldingBlock):
 
 
 class AssistantBlock(Block):
-    """A finished answer: its Markdown blocks, each drawn when it comes into view."""
+    """A finished answer: its Markdown pieces, each drawn when it comes into view."""
 
     entry: AssistantEntry
 
@@ -257,6 +259,8 @@ class AssistantBlock(Block):
         super().__init__(entry)
         self._body = body
         """None until first drawn: a resumed session does not even split its answers."""
+        self._pieces: list[Piece] | None = body.pieces if body is not None else None
+        """The answer's pieces, kept across widths: splitting a long one is not free."""
         if body is not None:
             self.height = body.height
 
@@ -264,15 +268,22 @@ class AssistantBlock(Block):
     def rendered(self) -> bool:
         return self._body is not None and self._body.drawn
 
+    @property
+    def body(self) -> MarkdownBody | None:
+        """Its pieces at the current width (None until first drawn)."""
+        return self._body
+
     def reset(self, width: int) -> None:
         self._body = None
         self.height = estimate_height(self.entry, width)
 
     def _prepared(self, width: int, painter: Painter) -> MarkdownBody:
         if self._body is None or self._body.width != width - GUTTER:
+            if self._pieces is None:
+                self._pieces = split_pieces(sanitize(self.entry.text))
             self._body = MarkdownBody(max(1, width - GUTTER))
-            for source in split_blocks(sanitize(self.entry.text)):
-                self._body.add(source, painter)
+            for piece in self._pieces:
+                self._body.add(piece, painter)
         return self._body
 
     def draw(self, start: int, end: int, width: int, painter: Painter) -> bool:
@@ -315,9 +326,9 @@ def block_for(entry: Entry) -> Block:
 class LiveBlock:
     """The message being streamed.
 
-    Finished Markdown blocks join a `MarkdownBody` (drawn once, when in view); only the
-    last block, the tail, is drawn again as text arrives. `update` takes in what arrived
-    since the last frame; `finish` hands the body to the finished message.
+    Final Markdown pieces join a `MarkdownBody` (drawn once, when in view); only the
+    tail, the piece still growing, is drawn again as text arrives. `update` takes in what
+    arrived since the last frame; `finish` hands the body to the finished message.
     """
 
     margin = 1
@@ -333,13 +344,19 @@ class LiveBlock:
         self._raw: list[str] = []
         """The text as it came, to tell cheaply whether the final message is what streamed."""
         self._markdown = GrowingMarkdown()
+        self._final: list[Piece] = []
+        """The pieces that are final, in order (the body holds them at one width)."""
         self._body: MarkdownBody | None = None
         self._tail: list[Strip] = []
-        self._tail_drawn: tuple[str, list[Strip]] = ("", [])
+        self._tail_drawn: tuple[Piece | None, list[Strip]] = (None, [])
         """The tail as last drawn and its lines (before the gutter), at the body's width."""
         self.height = 0
         self.dirty = False
         """Text arrived that is not drawn yet."""
+        self.changed_from = 0
+        """The first of its lines that the last `update` changed."""
+        self._held: list[Settled] = []
+        """What `take_in` settled, for the next `update` to draw."""
 
     rendered = True
 
@@ -349,17 +366,22 @@ class LiveBlock:
         return self._markdown.text
 
     @property
-    def finished_blocks(self) -> list[str]:
-        return self._body.sources if self._body is not None else []
+    def final_pieces(self) -> list[Piece]:
+        return list(self._final)
 
     @property
     def tail_start(self) -> int:
-        """The line where the tail (the block still growing) begins."""
+        """The line where the tail (the piece still growing) begins."""
         return self._body.height if self._body is not None else 0
 
     def behind(self) -> bool:
         """Whether text arrived that is not drawn yet (`dirty`, asked after an update)."""
         return self.dirty
+
+    @property
+    def backlog(self) -> bool:
+        """Whether text arrived that is not even taken in yet (a burst: `take_in` has work)."""
+        return self._markdown.behind
 
     def streamed(self, text: str) -> bool:
         """Whether `text` is exactly what was fed, so the lines drawn from it are its lines."""
@@ -373,28 +395,56 @@ class LiveBlock:
             self.dirty = True
 
     def update(self, width: int, painter: Painter, *, redraw: bool = False) -> None:
-        """Take in what arrived: finished blocks join the body, the tail is drawn again
+        """Take in what arrived: final pieces join the body, the tail is drawn again
         (`redraw`: all of it, in new colours)."""
         body = self._body
+        was_start, was_tail = self.tail_start, self._tail
         if redraw or body is None or body.width != max(1, width - GUTTER):  # first, another width or theme
-            sources = self.finished_blocks
             body = self._body = MarkdownBody(max(1, width - GUTTER))
-            for source in sources:
-                body.add(source, painter)
-            self._tail_drawn = ("", [])
+            for piece in self._final:
+                body.add(piece, painter)
+            self._tail_drawn, was_tail = (None, []), []
+        self._take_held(body, painter)
         deadline = time.monotonic() + self.BUDGET
         while True:
-            for source in self._markdown.settle(self.CHUNK):
-                drawn, lines = self._tail_drawn  # finished as it was last drawn (the usual case): keep those lines
-                body.add(source, painter, lines if drawn.rstrip() == source.rstrip() else None)
-                self._tail_drawn = ("", [])
+            self._take(self._markdown.settle(self.CHUNK), body, painter)
             if not self._markdown.behind or time.monotonic() > deadline:
                 break
-        tail = self._markdown.tail
-        self._tail_drawn = (tail, block_lines(tail, body.width, painter) if tail.strip() else [])
-        self._tail = decorate(self._tail_drawn[1], painter, first=not body)
+        tail = self._markdown.tail()
+        if tail != self._tail_drawn[0] or tail is None:
+            self._tail_drawn = (tail, block_lines(tail, body.width, painter) if tail is not None else [])
+            opens = tail is None or tail.opens
+            self._tail = decorate(self._tail_drawn[1], painter, first=not body, opens=opens)
         self.height = body.height + len(self._tail)
         self.dirty = self._markdown.behind
+        self.changed_from = min(was_start, body.height)
+        if was_start == body.height:  # the same final part: the tail's lines that differ (often only its last)
+            same = itertools.takewhile(lambda pair: pair[0] == pair[1], zip(was_tail, self._tail, strict=False))
+            self.changed_from += sum(1 for _ in same)
+
+    def take_in(self) -> None:
+        """Settle what arrived for at most `BUDGET`, drawing nothing: the pieces that became
+        final join the body at the next `update` (during a burst, most frames draw nothing)."""
+        deadline = time.monotonic() + self.BUDGET
+        while self._markdown.behind and time.monotonic() <= deadline:
+            self._held.append(self._markdown.settle(self.CHUNK))
+
+    def _take_held(self, body: MarkdownBody, painter: Painter) -> None:
+        for settled in self._held:
+            self._take(settled, body, painter)
+        self._held.clear()
+
+    def _take(self, settled: Settled, body: MarkdownBody, painter: Painter) -> None:
+        """Pieces taken back leave the body; final ones join it (with the tail's lines
+        when the tail, as last drawn, is what became final: the usual case)."""
+        if settled.taken_back:
+            del self._final[len(self._final) - settled.taken_back :]
+            body.drop_last(settled.taken_back)
+        for piece in settled.pieces:
+            drawn, lines = self._tail_drawn
+            self._final.append(piece)
+            body.add(piece, painter, lines if drawn == piece else None)
+            self._tail_drawn = (None, [])
 
     def draw(self, start: int, end: int, width: int, painter: Painter) -> bool:
         if self._body is None:
@@ -413,11 +463,10 @@ class LiveBlock:
         return [*(self._body.all_lines(painter) if self._body is not None else []), *self._tail]
 
     def finish(self, entry: AssistantEntry, painter: Painter) -> AssistantBlock:
-        """The finished message, made of the same lines (the tail becomes its last block)."""
+        """The finished message, made of the same lines (the tail becomes its last pieces)."""
         body = self._body
         if body is None:
             return AssistantBlock(entry)
-        tail, lines = self._tail_drawn
-        if tail.strip():
-            body.add(tail, painter, lines)
+        self._take_held(body, painter)
+        self._take(self._markdown.finish(), body, painter)
         return AssistantBlock(entry, body)

@@ -39,6 +39,12 @@ FRAME_RATE = 20
 repaints the whole pane (the view scrolls with it)."""
 SLOWEST_FRAME = 0.25
 """However far behind drawing falls, the live message is redrawn at least this often (s)."""
+BURST_FRAME = 0.25
+"""While more text waits than a frame takes in (a burst), it is taken in a slice at a time
+with keys served between slices, and drawn only this often (s): drawing every slice of a
+2 MB burst cost more than taking it in. Each draw of a burst moves the whole view (a new
+screen of highlighted text for the terminal); at 0.12 s they held typed keys up to 135 ms
+in `benchmarks/` (the `fence`, `lines` and `line` scenarios), at 0.25 s about 100 ms."""
 
 AnyBlock = Block | LiveBlock
 Anchor = tuple[AnyBlock, int]
@@ -163,14 +169,19 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         if live is None or not live.dirty or not self._width:
             return
+        if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+            live.take_in()
+            self._frame = self.set_timer(0.001, self._draw_live, name="live message")
+            return
         started = time.monotonic()
-        height, tail = live.height, live.tail_start
+        height = live.height
         live.update(self._width, self._painter)
         if live.height == height and self._blocks[-1] is live and self._tops:
-            # The same number of lines: nothing moves, only the last lines change (2 frames
-            # in 3 of a steady stream). Repaint those, not the pane.
-            first = self._tops[-1] + min(tail, live.tail_start)
-            self.refresh_lines(first + self._lift, self._tops[-1] + live.height - first)
+            # The same number of lines: nothing moves, only the lines that changed (most
+            # frames of a steady stream: the last line grows). Repaint those, not the pane.
+            first = self._tops[-1] + live.changed_from
+            if live.changed_from < live.height:
+                self.refresh_lines(first + self._lift, self._tops[-1] + live.height - first)
         else:
             self._relayout()
         cost = time.monotonic() - started
@@ -199,9 +210,13 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         same = live is not None and self._width > 0 and self.is_attached and live.streamed(text)
         if live is not None and same:
-            while live.behind():  # what is left of a burst, a frame's worth at a time
-                live.update(self._width, self._painter)
-                self._relayout()
+            while live.behind():  # what is left of a burst, a slice at a time, drawn now and then
+                if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+                    live.take_in()
+                else:
+                    live.update(self._width, self._painter)
+                    self._relayout()
+                    self._last_frame = time.monotonic()
                 await asyncio.sleep(0)  # keys and the screen go first
         self.live = None
         position = self._blocks.index(live) if live is not None else len(self._blocks)
@@ -426,9 +441,13 @@ class Conversation(ScrollView, can_focus=False):
         return drawn
 
     def _draw_around_view(self) -> None:
-        """After a frame: the screens above and below too, so paging lands on exact lines."""
+        """After a frame: the screens above and below too, so paging lands on exact lines.
+
+        Not while the view follows a message still arriving: the screen above is gone by
+        the next frame (a burst scrolls a screen or more a frame), and paging up draws it then."""
         self._prefetch_pending = False
-        if self._width and self.is_attached:
+        streaming = self.live is not None and self.live.dirty and self._following()
+        if self._width and self.is_attached and not streaming:
             self._draw_near_view(screens=1)
 
     def _on_resize(self, event: Resize) -> None:

@@ -1,26 +1,75 @@
-"""Markdown as a sequence of top-level blocks, so a growing answer costs only its tail.
+"""Markdown as a sequence of pieces drawn on their own, so an answer costs what is on screen.
 
-A paragraph, a list or a code fence is final once another block has started after it:
-nothing appended later can change how it parses. `GrowingMarkdown` keeps the text of an
-answer being streamed in two parts, the finished blocks (each handed out once, to be
-rendered once) and the unfinished tail (re-parsed and re-rendered as it grows).
+An answer is a sequence of top-level blocks (a paragraph, a list, a code fence…), and a
+block is final once another has started after it: nothing appended later changes how it
+parses. Each block is drawn on its own with Rich, one blank line between blocks.
 
-A finished answer is drawn by rendering the same blocks the same way
-(`split_blocks`, one Rich `Markdown` per block, one blank line between blocks), so the
-streamed message and the finished one are identical line for line: the swap from one to
-the other changes nothing on screen.
+One block can be the whole answer: a model writing a long file in one code fence, or
+output without a blank line (one paragraph). Drawn whole, every frame of such a stream
+would lay out everything that arrived so far (quadratic), and a finished one would be
+laid out entirely to show a screenful. So a long fence or paragraph is cut into *slices*
+of about `SLICE_LINES` lines or `SLICE_CHARS` characters, each drawn on its own and
+joined to the next without a blank line: a fence's slices make one code box (its top
+edge on the first, its bottom edge on the last); a paragraph's slices are paragraphs.
+Where a slice ends depends only on the text before the cut (never on what comes later),
+so the stream (`markdown_stream.py`) cuts the same slices as arrive as the finished
+answer (`split_pieces`) does, and the swap from one to the other changes nothing.
+
+A slice of code is highlighted after the code before it that starts where the
+highlighter is surely at the top level: the nearest line at most `CONTEXT_LINES` back
+that starts at column 0 right after a blank line (a `def`, a `class`, a function in most
+languages), so a docstring or comment that runs across a cut keeps its colour.
+
+What slicing costs, deliberately: a paragraph's text restarts on a new line at a cut
+(Markdown would run it on), and inline markup open across a cut (`**` on one side, its
+close on the other) shows as typed; in code with no such top-level line in reach (a
+long string, dense code without blank lines), a slice is highlighted from its own first
+line. A line longer than a slice (minified code, a blob) is cut too, at a space where
+there is one: it shows on more rows than it would have. Fences and paragraphs shorter
+than one slice, and every other kind of block, are drawn whole, exactly as before.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
+    from rich.console import RenderableType
     from rich.markdown import Markdown
+
+SLICE_LINES = 40
+SLICE_CHARS = 3_000
+"""A slice of a long fence or paragraph ends at the first line that brings it to this many
+lines or characters (and, in a fence, is not blank); a longer line is cut in parts of at
+most `SLICE_CHARS`. Small enough that the slice still growing is drawn again each frame
+in a few milliseconds."""
+CONTEXT_LINES = 80
+"""How far back (in lines of code) the highlighter may start before a slice."""
+
+PieceKind = Literal["block", "code", "paragraph"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What is drawn as one: a whole top-level block, or a slice of a long one."""
+
+    source: str
+    """The block's Markdown; for a slice, its lines (code: the code only, no fence lines)."""
+    kind: PieceKind = "block"
+    opens: bool = True
+    """Starts its block: a blank line above it (and a code box's top edge)."""
+    closes: bool = True
+    """Ends its block (a code box's bottom edge). Only code slices need to know."""
+    info: str = ""
+    """A code slice's fence info (its language first)."""
+    context: str = ""
+    """A code slice's preceding lines in its fence, read by the highlighter only."""
 
 
 @cache
@@ -42,9 +91,13 @@ def rich_markdown(block: str) -> Markdown:
     expressions again (milliseconds each time): far more than drawing a paragraph. This
     copies a template made once and sets only the text and its tokens.
     """
+    return _markdown(block, parser().parse(block))
+
+
+def _markdown(source: str, tokens: list[Token]) -> Markdown:
     markdown = copy.copy(_template())
-    markdown.markup = block
-    markdown.parsed = parser().parse(block)
+    markdown.markup = source
+    markdown.parsed = tokens
     return markdown
 
 
@@ -55,75 +108,175 @@ def _template() -> Markdown:
     return Markdown("")
 
 
+def renderable(piece: Piece) -> RenderableType:
+    """What Rich draws for `piece`: a whole block as Rich's Markdown draws it, a code slice
+    as Rich's Markdown draws a fence (both edges: the caller keeps the ones it needs), a
+    paragraph slice as a paragraph."""
+    if piece.kind == "code":
+        from rich.syntax import Syntax
+
+        code = piece.source.rstrip() if piece.closes else piece.source.removesuffix("\n")
+        context = piece.context.count("\n")
+        return Syntax(
+            piece.context + code,
+            piece.info.partition(" ")[0] or "text",
+            theme=_template().code_theme,
+            word_wrap=True,
+            padding=1,
+            line_range=(context + 1, None) if context else None,
+        )
+    if piece.kind == "paragraph":
+        from markdown_it.token import Token
+
+        inline = parser().parseInline(piece.source.strip())
+        return _markdown(piece.source, [Token("paragraph_open", "p", 1), *inline, Token("paragraph_close", "p", -1)])
+    return rich_markdown(piece.source)
+
+
 def preload() -> None:
     """Import what drawing Markdown needs, off the event loop (the UI calls it from a thread)."""
     _template()
     parser()
 
 
-def split_blocks(source: str) -> list[str]:
-    """The top-level blocks of `source`, each as its own source text, in order."""
-    lines = source.splitlines(keepends=True)
-    return ["".join(lines[start:end]) for start, end in _block_lines(source)]
+# --- where blocks are, and where they are cut --------------------------------------------
 
 
-def _block_lines(source: str) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class Span:
+    """A top-level block: its lines `start` to `end` of the source, and what it is."""
+
+    start: int
+    end: int
+    kind: str
+    """The opening token's type: `paragraph_open`, `fence`, `bullet_list_open`, …"""
+    fence: str = ""
+    """A fence's marker (three or more backticks or tildes), when it starts at column 0."""
+    info: str = ""
+
+
+def spans(source: str) -> list[Span]:
+    """The top-level blocks of `source`."""
     # Block structure only: where blocks start and end does not depend on inline markup,
     # and skipping the inline pass halves the work.
     markdown = parser()
     tokens: list[Token] = []
     markdown.block.parse(source, markdown, {}, tokens)
-    spans: list[tuple[int, int]] = []
+    found: list[Span] = []
+    lines: list[str] | None = None
     for token in tokens:
-        if token.level == 0 and token.map is not None and token.nesting >= 0:
-            start, end = token.map
-            spans.append((start, end))
-    return spans
+        if token.level != 0 or token.map is None or token.nesting < 0:
+            continue
+        start, end = token.map
+        fence = ""
+        if token.type == "fence":
+            lines = lines if lines is not None else lines_of(source)
+            fence = token.markup if lines[start].startswith(token.markup) else ""  # an indented fence stays whole
+        found.append(Span(start, end, token.type, fence, token.info))
+    return found
 
 
-class GrowingMarkdown:
-    """The text of an answer as it streams: finished blocks and the tail after them."""
+def split_pieces(source: str) -> list[Piece]:
+    """The pieces of a finished answer, in order."""
+    lines = lines_of(source)
+    return [piece for span in spans(source) for piece in block_pieces(lines[span.start : span.end], span)]
 
-    def __init__(self) -> None:
-        self._done: list[str] = []
-        """Text of the finished part: the finished blocks and the blank lines between them."""
-        self._pending: list[str] = []
-        self._tail = ""
 
-    @property
-    def text(self) -> str:
-        """Everything appended so far."""
-        return "".join((*self._done, self._tail, *self._pending))
+def block_pieces(lines: list[str], span: Span) -> list[Piece]:
+    """One finished block (its source lines) as it is drawn: whole, or in slices."""
+    if span.kind == "paragraph_open" and (cuts := slice_cuts(units := units_of(lines))):
+        bounds = [0, *cuts] if cuts[-1] == len(units) else [0, *cuts, len(units)]
+        return [Piece("".join(units[a:b]), "paragraph", opens=a == 0) for a, b in itertools.pairwise(bounds)]
+    if span.fence:
+        code = lines[1:]
+        if code and is_closing_fence(code[-1], span.fence):
+            code = code[:-1]
+        body = units_of(code)
+        if cuts := slice_cuts(body, code=True):
+            starts = [0, *cuts]  # the last slice, empty or not, draws the box's bottom edge
+            ends = [*cuts, len(body)]
+            return [
+                Piece(
+                    "".join(body[a:b]),
+                    "code",
+                    a == 0,
+                    n == len(cuts),
+                    span.info,
+                    context_of(recent(body[:a]), body[a : a + 1], a),
+                )
+                for n, (a, b) in enumerate(zip(starts, ends, strict=True))
+            ]
+    return [Piece("".join(lines))]
 
-    @property
-    def tail(self) -> str:
-        """The last block, still growing (after `settle`)."""
-        return self._tail
 
-    def append(self, text: str) -> None:
-        self._pending.append(text)
+def units_of(lines: list[str]) -> list[str]:
+    """`lines` as the units slices are made of: lines, a line longer than `SLICE_CHARS` in
+    parts (after the last space in its second half, else where it is full). A part depends
+    only on the text since the part before it, so a line still arriving is cut where the
+    whole line will be (its last part, still growing, is cut later or not at all)."""
+    units: list[str] = []
+    for line in lines:
+        start, end = 0, len(line) - line.endswith("\n")
+        while end - start > SLICE_CHARS:
+            space = line.rfind(" ", start + SLICE_CHARS // 2, start + SLICE_CHARS)
+            cut = space + 1 if space >= 0 else start + SLICE_CHARS
+            units.append(line[start:cut])
+            start = cut
+        units.append(line[start:])
+    return units
 
-    @property
-    def behind(self) -> bool:
-        """Whether text was appended that `settle` has not taken in yet."""
-        return bool(self._pending)
 
-    def settle(self, limit: int | None = None) -> list[str]:
-        """Take in what was appended (at most `limit` characters of it); returns the blocks
-        that became final (maybe none)."""
-        if self._pending:
-            pending = "".join(self._pending)
-            self._pending.clear()
-            if limit is not None and len(pending) > limit:
-                pending, rest = pending[:limit], pending[limit:]
-                self._pending.append(rest)
-            self._tail += pending
-        spans = _block_lines(self._tail)
-        if len(spans) < 2:
-            return []
-        lines = self._tail.splitlines(keepends=True)
-        finished = ["".join(lines[start:end]) for start, end in spans[:-1]]
-        cut = sum(len(line) for line in lines[: spans[-1][0]])
-        self._done.append(self._tail[:cut])
-        self._tail = self._tail[cut:]
-        return finished
+def slice_cuts(units: list[str], *, code: bool = False) -> list[int]:
+    """Where slices of `units` end (indexes after their last unit): at the first complete
+    unit (a whole line, or a part another part follows) that brings a slice to
+    `SLICE_LINES` units or `SLICE_CHARS` characters and, in code, is not a blank line (a
+    code box's slice never ends on blank lines, which Rich would drop)."""
+    cuts: list[int] = []
+    count = chars = 0
+    for index, unit in enumerate(units):
+        count, chars = count + 1, chars + len(unit)
+        complete = unit.endswith("\n") or index + 1 < len(units)
+        if (count >= SLICE_LINES or chars >= SLICE_CHARS) and complete and (not code or unit.strip()):
+            cuts.append(index + 1)
+            count = chars = 0
+    return cuts
+
+
+def recent(code: list[str]) -> list[str]:
+    """The last lines of `code` that a later slice's context can come from."""
+    return code[max(0, len(code) - CONTEXT_LINES) :]
+
+
+def context_of(before: list[str], first: list[str], taken: int) -> str:
+    """The code a slice is highlighted after: of `before` (the `recent` units of the
+    `taken` units of code before it), those from the nearest line a top-level construct
+    starts on; none when that is the slice's own `first` line, when none is in reach, or
+    when the slice starts in the middle of a long line."""
+    if before and not before[-1].endswith("\n"):
+        return ""
+    lines = [*before, *first[:1]]
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        after_blank = not lines[index - 1].strip() if index else taken <= CONTEXT_LINES  # the fence's first line
+        if line.strip() and not line[0].isspace() and after_blank:
+            return "".join(before[index:])
+    return ""
+
+
+def is_closing_fence(line: str, fence: str) -> bool:
+    """Whether `line` closes a fence opened with `fence` (CommonMark: up to three spaces,
+    at least as many of the same character, then only spaces)."""
+    text = line.rstrip("\n")
+    stripped = text.lstrip(" ")
+    if len(text) - len(stripped) > 3:
+        return False
+    marker = stripped.rstrip(" \t")
+    return len(marker) >= len(fence) and marker == fence[0] * len(marker)
+
+
+def lines_of(text: str) -> list[str]:
+    """`text`'s lines, each with its `\\n`: split where the Markdown parser splits them
+    (`str.splitlines` also splits at U+2028 and others, which would shift every block)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]

@@ -1,10 +1,11 @@
-"""A message's Markdown drawn block by block, only the blocks that come into view.
+"""A message's Markdown drawn piece by piece, only the pieces that come into view.
 
-An answer is a sequence of top-level blocks (`markdown_blocks.split_blocks`). Each is
-rendered on its own with Rich, with one blank line between blocks and the `● ` gutter on
-the message's first line; a block not drawn yet counts with an estimated height. So a
-2 MB answer streams and scrolls at the cost of what is on screen, and the same lines
-serve the live message and the finished one.
+An answer is a sequence of pieces (`markdown_blocks`): whole top-level blocks, and slices
+of a long fence or paragraph. Each is rendered on its own with Rich, with one blank line
+before each block (none between the slices of one) and the `● ` gutter on the message's
+first line; a piece not drawn yet counts with an estimated height. So a 2 MB answer
+streams and scrolls at the cost of what is on screen, and the same lines serve the live
+message and the finished one.
 """
 
 from __future__ import annotations
@@ -14,16 +15,21 @@ from bisect import bisect_right
 from rich.segment import Segment
 from textual.strip import Strip
 
-from .markdown_blocks import rich_markdown
+from .markdown_blocks import Piece, renderable
 from .painter import Painter, spacing
 
 GUTTER = 2
 """Columns of `● ` before the text of a message."""
 
 
-def block_lines(block: str, width: int, painter: Painter) -> list[Strip]:
-    """One Markdown block, without the blank lines Rich puts around some blocks."""
-    lines = painter.rich(rich_markdown(block), width, painter.style())
+def block_lines(piece: Piece, width: int, painter: Painter) -> list[Strip]:
+    """One piece's lines, without the blank lines Rich puts around some blocks (a code
+    slice keeps only the edges of its box that are its own)."""
+    lines = painter.rich(renderable(piece), width, painter.style())
+    if piece.kind == "code":  # Syntax's padding rows: the box's top and bottom edges
+        if not (piece.source.rstrip() if piece.closes else piece.source):
+            return [line for line, own in ((lines[0], piece.opens), (lines[-1], piece.closes)) if own]
+        return lines[0 if piece.opens else 1 : len(lines) if piece.closes else -1]
     start, end = 0, len(lines)
     while start < end and _is_blank(lines[start]):
         start += 1
@@ -37,57 +43,90 @@ def _is_blank(strip: Strip) -> bool:
     return all(not text.strip() and not (style and style.bgcolor) for text, style, _ in strip)
 
 
-def estimate_lines(block: str, width: int) -> int:
-    """About how many lines `block` takes at `width`, without rendering it."""
-    # A code fence's two rule lines become the padding lines of its box: the same count.
-    lines = block.rstrip("\n").split("\n")
-    return sum(max(1, -(-len(line) // max(1, width))) for line in lines)
+def estimate_lines(piece: Piece, width: int) -> int:
+    """About how many lines `piece` takes at `width`, without rendering it."""
+    # A whole fence's two rule lines become the padding lines of its box: the same count.
+    lines = piece.source.rstrip("\n").split("\n")
+    wrapped = sum(max(1, -(-len(line) // max(1, width))) for line in lines)
+    if piece.kind == "code":
+        wrapped += piece.opens + piece.closes - (not piece.source.strip())
+    return wrapped
 
 
-def decorate(lines: list[Strip], painter: Painter, *, first: bool) -> list[Strip]:
-    """A block's lines as the message shows them: after a blank line (unless it is the
-    first block), with `● ` before the message's first line and two spaces before others."""
+def decorate(lines: list[Strip], painter: Painter, *, first: bool, opens: bool = True) -> list[Strip]:
+    """A piece's lines as the message shows them: after a blank line (unless it is the
+    message's first piece or does not open a block), with `● ` before the message's first
+    line and two spaces before others."""
     if not lines:
         return []
     style = painter.style()
     bullet, indent = Strip([Segment("● ", style.rich_style)], GUTTER), spacing(GUTTER, style)
     decorated = [Strip.join([bullet if first and n == 0 else indent, line]) for n, line in enumerate(lines)]
-    return decorated if first else [painter.blank(GUTTER + lines[0].cell_length), *decorated]
+    return decorated if first or not opens else [painter.blank(GUTTER + lines[0].cell_length), *decorated]
+
+
+KEPT_LINES = 1_000
+"""Lines of one message kept drawn (the pieces most recently drawn; at least ten screens);
+older pieces keep their height and are drawn again if they come back into view. A 2 MB
+answer drawn as it streamed would otherwise keep every line it showed, and every full
+collection of the garbage collector would walk them all (100 ms and more, keys waiting)."""
 
 
 class MarkdownBody:
-    """The finished blocks of a message at one width, each drawn when first in view."""
+    """The final pieces of a message at one width, each drawn when first in view."""
 
     def __init__(self, width: int) -> None:
         self.width = width
         """The width of the text, without the gutter."""
-        self._sources: list[str] = []
+        self._pieces: list[Piece] = []
         self._lines: list[list[Strip] | None] = []
-        """Each block's lines as shown (blank line and gutter included), None until drawn."""
+        """Each piece's lines as shown (blank line and gutter included), None until drawn."""
         self._heights: list[int] = []
         self._tops: list[int] = [0]
-        """Where each block starts, and (last) the height of the whole; valid up to `_valid`."""
+        """Where each piece starts, and (last) the height of the whole; valid up to `_valid`."""
         self._valid = 0
+        self._drawn: dict[int, None] = {}
+        """The pieces whose lines are kept, least recently drawn first."""
+        self._kept = 0
+        """Lines kept, all pieces together."""
 
     def __len__(self) -> int:
-        return len(self._sources)
+        return len(self._pieces)
 
     @property
-    def sources(self) -> list[str]:
-        return list(self._sources)
+    def pieces(self) -> list[Piece]:
+        return list(self._pieces)
 
     @property
     def drawn(self) -> bool:
-        """Whether any block is drawn."""
-        return any(lines is not None for lines in self._lines)
+        """Whether any piece is drawn."""
+        return bool(self._drawn)
 
-    def add(self, source: str, painter: Painter, lines: list[Strip] | None = None) -> None:
-        """Append a finished block; `lines`: already rendered (by `block_lines`) at this width."""
-        first = not self._sources
-        self._sources.append(source)
-        shown = None if lines is None else decorate(lines, painter, first=first)
-        self._lines.append(shown)
-        self._heights.append(len(shown) if shown is not None else estimate_lines(source, self.width) + (not first))
+    @property
+    def kept(self) -> int:
+        """Lines kept drawn (at most about `KEPT_LINES`)."""
+        return self._kept
+
+    def add(self, piece: Piece, painter: Painter, lines: list[Strip] | None = None) -> None:
+        """Append a final piece; `lines`: already rendered (by `block_lines`) at this width."""
+        first = not self._pieces
+        self._pieces.append(piece)
+        self._lines.append(None)
+        shown = None if lines is None else decorate(lines, painter, first=first, opens=piece.opens)
+        if shown is not None:
+            self._keep(len(self._pieces) - 1, shown)
+        estimate = estimate_lines(piece, self.width) + (piece.opens and not first)
+        self._heights.append(len(shown) if shown is not None else estimate)
+
+    def drop_last(self, count: int) -> None:
+        """Forget the last `count` pieces (a paragraph that turned out to be something else)."""
+        if count:
+            keep = len(self._pieces) - count
+            del self._pieces[keep:], self._lines[keep:], self._heights[keep:]
+            self._valid = min(self._valid, keep)
+            for index in [i for i in self._drawn if i >= keep]:
+                del self._drawn[index]
+            self._kept = sum(len(self._lines[i] or []) for i in self._drawn)
 
     @property
     def height(self) -> int:
@@ -103,17 +142,30 @@ class MarkdownBody:
         return tops
 
     def _draw_block(self, index: int, painter: Painter) -> None:
-        lines = decorate(block_lines(self._sources[index], self.width, painter), painter, first=index == 0)
-        self._lines[index] = lines
+        piece = self._pieces[index]
+        lines = decorate(block_lines(piece, self.width, painter), painter, first=index == 0, opens=piece.opens)
+        self._keep(index, lines)
         if len(lines) != self._heights[index]:
             self._heights[index] = len(lines)
             self._valid = min(self._valid, index)
+
+    def _keep(self, index: int, lines: list[Strip]) -> None:
+        old = self._lines[index]
+        self._kept += len(lines) - (len(old) if old is not None else 0)
+        self._lines[index] = lines
+        self._drawn.pop(index, None)
+        self._drawn[index] = None
+        while self._kept > KEPT_LINES and len(self._drawn) > 1:
+            oldest = next(iter(self._drawn))
+            del self._drawn[oldest]
+            self._kept -= len(self._lines[oldest] or [])
+            self._lines[oldest] = None
 
     def draw(self, start: int, end: int, painter: Painter) -> bool:
         """Draw the blocks that lines `start` to `end` fall in; whether any was drawn."""
         tops = self._placed()
         first = max(0, bisect_right(tops, start) - 1)
-        last = min(len(self._sources), bisect_right(tops, max(start, end - 1)))
+        last = min(len(self._pieces), bisect_right(tops, max(start, end - 1)))
         todo = [i for i in range(first, last) if self._lines[i] is None]
         for index in todo:
             self._draw_block(index, painter)
@@ -131,7 +183,9 @@ class MarkdownBody:
         return lines[local] if 0 <= local < len(lines) else painter.blank(0)
 
     def all_lines(self, painter: Painter) -> list[Strip]:
-        for index, lines in enumerate(self._lines):
-            if lines is None:
+        every: list[Strip] = []
+        for index in range(len(self._pieces)):
+            if self._lines[index] is None:
                 self._draw_block(index, painter)
-        return [line for lines in self._lines for line in lines or []]
+            every.extend(self._lines[index] or [])
+        return every

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -30,7 +32,14 @@ class Spinner(Static):
         self._frame = 0
         self._timer: Timer | None = None
         self._spinning = spinning
+        self._resting_until = 0.0
         self.set_class(not spinning, "-stopped")
+
+    def rest(self, seconds: float) -> None:
+        """Keep still for `seconds` (again from now at each call): something else on screen
+        shows the work meanwhile, and each repaint of the spinner is a screen update of its
+        own (the one cell, but the compositor's fixed cost), 10 a second."""
+        self._resting_until = time.monotonic() + seconds
 
     @property
     def spinning(self) -> bool:
@@ -58,6 +67,8 @@ class Spinner(Static):
             self._timer = self.set_interval(1 / 10, self._tick, pause=not self._spinning)
 
     def _tick(self) -> None:
+        if time.monotonic() < self._resting_until:
+            return
         self._frame = (self._frame + 1) % len(FRAMES)
         # One cell whatever the frame: repaint it, never lay out the screen (10 times a second).
         self.update(FRAMES[self._frame], layout=False)

@@ -61,6 +61,8 @@ def context_label(used: int, window: int | None) -> str:
 
 MIN_MODEL_CELLS = 8
 """A model name is never cut shorter than this (with its ellipsis)."""
+SPINNER_REST = 0.5
+"""Seconds the spinner keeps still after the last piece of an answer's text arrived."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,11 @@ class StatusLine(Horizontal):
         self._activity_since = self.clock() if timed else None
         self._fit()
 
+    def text_arriving(self) -> None:
+        """An answer's text is streaming in: the spinner rests while it does (the text
+        shows the work), and moves again half a second after the last of it."""
+        self.query_one(Spinner).rest(SPINNER_REST)
+
     def count_down(self, say: Callable[[float], str], seconds: float) -> None:
         """Show `say(seconds left)` as the activity, updated every second (animations off
         too: it is information, not decoration) until the next `set_activity`."""
@@ -239,7 +246,10 @@ class StatusLine(Horizontal):
         least = min(model, MIN_MODEL_CELLS + 2)
         tries = [(w, model) for w in wordings[:2]] + [(w, least) for w in wordings[1:]]
         chosen = next((w for w, name in tries if needs(w) + name <= room), wordings[-1])
-        _show(self.query_one("#status-activity", Static), chosen.activity)
+        # The activity takes the room left (`1fr`): new words never change its size, so a
+        # repaint will do. A layout would arrange the whole screen again, every second
+        # of a turn as the clock ticks.
+        _show(self.query_one("#status-activity", Static), chosen.activity, layout=False)
         _show(self.query_one("#status-mode", Static), chosen.mode)
         spare = room - needs(chosen) - 2
         label = self.query_one("#status-model", Static)
@@ -250,6 +260,6 @@ class StatusLine(Horizontal):
             label.styles.max_width = limit
 
 
-def _show(label: Static, text: str) -> None:
+def _show(label: Static, text: str, *, layout: bool = True) -> None:
     if str(label.content) != text:  # an update re-lays the line out, even to the same text
-        label.update(text)
+        label.update(text, layout=layout)
