@@ -74,6 +74,15 @@ def test_claude_codes_mcp_json_is_read_as_written(workspace: Path) -> None:
     assert found["plain"].transport == "stdio" and found["extra"].command == "srv"
 
 
+def test_a_command_line_is_shown_quoted_as_it_would_run() -> None:
+    # The trust question and /mcp show this line: the script given to `bash -c` is one
+    # argument, and must not read as four words (or hide where one ends).
+    spec = ServerSpec("slow", "mcp.json", ".mcp.json", "stdio", "bash", ("-c", "sleep 4; exec srv --repo ."))
+    assert spec.describe() == "bash -c 'sleep 4; exec srv --repo .'"
+    http = ServerSpec("api", "mcp.json", ".mcp.json", "http", url="http://127.0.0.1:1/mcp")
+    assert http.describe() == "http://127.0.0.1:1/mcp"
+
+
 def test_codex_toml_keys(workspace: Path) -> None:
     write(
         workspace / ".todo-agent/settings.toml",

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -103,10 +104,11 @@ class ServerSpec:
         return tool not in self.disabled_tools
 
     def describe(self) -> str:
-        """What runs, in one line: the command line or the URL."""
+        """What runs, in one line: the command line (quoted as a shell would need it, so
+        `bash -c 'sleep 4; exec srv'` is not shown as four words) or the URL."""
         if self.transport == "http":
             return self.url
-        return " ".join([self.command, *self.args])
+        return shlex.join([self.command, *self.args])
 
 
 # --- checking ---------------------------------------------------------------------------
