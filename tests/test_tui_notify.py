@@ -81,12 +81,14 @@ def _app_in_a_terminal(workspace: Path, tmp_path: Path, *extra: str) -> _OnTermi
     return _OnTerminal(command, workspace)
 
 
-def _read_until(app: _OnTerminal, mark: bytes, seconds: float = 60) -> bytes:
+def _read_until(app: _OnTerminal, mark: bytes, seconds: float = 60, seen: bytes = b"") -> bytes:
+    """What the terminal is sent from now until `mark` is in `seen` (read before) followed
+    by it, or `seconds` passed: a mark that came with the last read is not waited for."""
     import select
 
     output = b""
     deadline = time.monotonic() + seconds
-    while mark not in output and time.monotonic() < deadline:
+    while mark not in seen + output and time.monotonic() < deadline:
         if select.select([app.fd], [], [], 0.1)[0]:
             output += os.read(app.fd, 65536)
     return output
@@ -104,7 +106,7 @@ def test_an_approval_in_a_background_terminal_rings_and_notifies(
         seen = _read_until(app, b"Working")
         os.write(app.fd, b"\x1b[I" if focused else b"\x1b[O")  # the terminal reports focus in / out
         seen += _read_until(app, b"Allow Bash?")
-        seen += _read_until(app, b"\x1b]9;", seconds=3 if focused else 30)
+        seen += _read_until(app, b"\x1b]9;", seconds=3 if focused else 30, seen=seen)
         assert b"Allow Bash?" in seen
         bare = OSC.sub(b"", seen)
         if focused:
