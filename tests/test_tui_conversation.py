@@ -217,7 +217,7 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(markdown_body, "block_lines", watching)
             patch.setattr(blocks, "block_lines", watching)
-            for piece in pieces(text, 4):
+            for piece in pieces(text, 12):  # ~120 frames (a pause waits for one: 4 characters took 15 s)
                 await app.conversation.write_live(piece)
                 await pilot.pause()
             await wait_until(pilot, lambda: app.conversation.live is not None and not app.conversation.live.dirty)
