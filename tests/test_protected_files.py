@@ -33,6 +33,7 @@ def test_protected_paths_always_ask(tmp_path: Path, mode: str, path: str) -> Non
     assert p.decide(TOOL["Read"], {"file_path": path}).verdict == "allow"
     bypass = gate(tmp_path, "bypassPermissions")
     assert bypass.decide(TOOL["Write"], {"file_path": path}).verdict == "allow"
+    assert p.suggest_rule(TOOL["Write"], {"file_path": path}) == ""  # no rule would stop it asking
 
 
 def test_a_symlink_into_git_is_git(tmp_path: Path) -> None:

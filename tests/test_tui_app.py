@@ -152,6 +152,28 @@ async def test_the_status_line_says_it_waits_for_the_person(workspace: Path) -> 
         assert str(activity.render()) == "ready"
 
 
+async def test_a_protected_path_offers_no_rule_that_would_change_nothing(workspace: Path) -> None:
+    # `.todo-agent/` asks whatever the allow rules say: "don't ask again" would only look
+    # like an answer. The dialog leaves it out, and `2` does nothing.
+    write = {"tool_calls": [{"name": "Write", "arguments": {"file_path": ".todo-agent/x.toml", "content": "a"}}]}
+    app = make_app(workspace, [write, "done"])
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "write it")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen)
+        options = modal.query_one(OptionList)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert not any("don't ask again" in p for p in prompts), prompts
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.screen is modal
+        await pilot.press("1")
+        await turn_done(pilot)
+        assert main_screen(app).runtime.permissions.session_allow == []
+        assert (workspace / ".todo-agent" / "x.toml").read_text() == "a"
+
+
 async def test_approval_y_is_yes_too(workspace: Path) -> None:
     entries, model = await _approval_run(workspace, ["y"], [bash_step("echo hi"), "done"])
     assert tools(entries)[0].status == "ok"

@@ -300,9 +300,7 @@ class BatchRunner:
                 return Outcome("The user rejected this tool call and stopped the turn.", "denied")
             if answer.decision == "feedback":
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
-            if answer.decision == "always":
-                self.deps.permissions.add_session_rule(self._suggested_rule(item))
-            elif answer.decision == "always_server" and (rule := self.deps.permissions.server_rule(item.call.name)):
+            if rule := self._rule_to_add(item, answer.decision):
                 self.deps.permissions.add_session_rule(rule)
         return await self._execute(item)
 
@@ -329,6 +327,15 @@ class BatchRunner:
             server_rule=self.deps.permissions.server_rule(item.call.name),
         )
         return await approver(request)
+
+    def _rule_to_add(self, item: Prepared, decision: str) -> str:
+        """The rule an "always" answer adds: none for a write to a protected path (it asks
+        whatever the rules say), none for any other answer."""
+        if decision == "always":
+            return self._suggested_rule(item)
+        if decision == "always_server":
+            return self.deps.permissions.server_rule(item.call.name)
+        return ""
 
     def _suggested_rule(self, item: Prepared) -> str:
         if item.tool is None:

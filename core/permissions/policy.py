@@ -277,7 +277,8 @@ class PermissionPolicy:
         """The rule that "yes, and don't ask again" adds: narrow, but useful next time.
 
         Never a bare tool name for a tool with a command or path: without one (a malformed
-        call) the rule is `Tool()`, which matches nothing real.
+        call) the rule is `Tool()`, which matches nothing real. None ("") for a write to a
+        protected path: it asks whatever the rules say, so a rule would only look like an answer.
         """
         if tool.name == "Bash":
             command = args.get("command")
@@ -290,6 +291,8 @@ class PermissionPolicy:
         touched = self.touched(tool, args)
         if not touched or any(t.subject is None for t in touched):
             return f"{tool.name}()"
+        if any(t.use in WRITES and t.subject and _protected(t.subject) for t in touched):
+            return ""
         # The path that made it ask: one outside the workspace, else one it writes.
         pick = next((t for t in touched if t.subject and t.subject.relative is None), None)
         pick = pick or next((t for t in touched if t.use in WRITES), touched[0])

@@ -115,10 +115,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         """Whether the dialog has been sized to the screen as it is (tests wait on it)."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`s` (all tools of this server) only for an MCP server's tool; a command file's
-        question has no rule to add and no model to tell: no "always", no feedback."""
+        """`s` (all tools of this server) only for an MCP server's tool; "always" only with a
+        rule to add (a write to a protected path has none: it asks whatever the rules say);
+        a command file's question has no rule to add and no model to tell: no feedback."""
         if action == "answer" and parameters == ("always_server",):
             return bool(self.request.server_rule)
+        if action == "answer" and parameters == ("always",) and not self.request.suggested_rule:
+            return False
         not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
         return not (self.request.remembered_for and not_offered)
 
@@ -201,15 +204,18 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 id="always_server",
             )
         ]
+        always = [
+            Option(
+                Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
+                id="always",
+            )
+        ]
         # A sub-agent's "no" stops that sub-agent only; its siblings and the main agent go on.
         who = sanitize(self.request.agent.split(" · ")[0]) if self.request.agent else ""
         stop = f"No, and stop {who}" if who else "No, and stop"
         return [
             Option(Content.assemble(("1 ", "bold"), "Yes"), id="yes"),
-            Option(
-                Content.assemble(("2 ", "bold"), "Yes, and don't ask again for ", (rule, "bold $text-accent")),
-                id="always",
-            ),
+            *(always if rule else []),
             *(server if server_rule else []),
             Option(Content.assemble(("3 ", "bold"), stop, ("  (esc)", "dim")), id="no"),
             Option(
