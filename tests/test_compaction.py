@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fake_openai import validate_request
 
+from todo_agent.core.engine.loop import AgentOptions
 from todo_agent.core.events import Compacted, Compacting, Error, Event, Notice, TurnEnd
 from todo_agent.core.lifecycle import CompactInfo
 from todo_agent.core.model.base import ContextOverflowError, Message, ModelError, ModelResponse, StreamItem
@@ -30,10 +31,14 @@ class Summarising:
     """The agent's requests go to the script; compaction's summary requests (no tools) get
     `summary`, or fail with `fail`. Every request is logged in order."""
 
-    def __init__(self, steps: list[Any], summary: str = SUMMARY, fail: ModelError | None = None) -> None:
+    def __init__(
+        self, steps: list[Any], summary: str = SUMMARY, fail: ModelError | None = None, fail_times: int = 10**6
+    ) -> None:
         self.script = ScriptedModel.from_data(steps)
         self.summary = summary
         self.fail = fail
+        self.fail_times = fail_times
+        """How many summary requests fail (the first ones); the rest succeed."""
         self.log: list[tuple[str, list[Message]]] = []
 
     @property
@@ -52,7 +57,8 @@ class Summarising:
                 yield item
             return
         self.log.append(("summary", [dict(m) for m in messages]))
-        if self.fail is not None:
+        if self.fail is not None and self.fail_times > 0:
+            self.fail_times -= 1
             raise self.fail
         yield ModelResponse(self.summary)
 
@@ -268,6 +274,29 @@ async def test_a_failed_summary_leaves_history_untouched_and_says_so(workspace: 
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
     runtime.session.close()  # sessions are locked while open
     assert Session.open(runtime.session.path).messages == before
+
+
+@pytest.mark.parametrize("retries", [6, 0])
+async def test_a_summary_request_the_server_cannot_take_yet_is_waited_out(workspace: Path, retries: int) -> None:
+    # A 503 twice, then the summary: compaction waits as the turn's own requests do
+    # (`request_retries`); with retries off it fails at once, history unchanged.
+    busy = ModelError("server busy (HTTP 503)", retryable=True)
+    model = Summarising([{"text": "one"}, {"text": "two"}], fail=busy, fail_times=2)
+    runtime = runtime_for(workspace, model)
+    runtime.agent.options = AgentOptions(request_retries=retries, retry_delay=0)
+    await run(runtime, "first " + CHUNK)
+    await run(runtime, "second " + CHUNK)
+    before = [dict(m) for m in runtime.history]
+    async with aclosing(runtime.agent.compact()) as stream:
+        events = [e async for e in stream]
+    summaries = [kind for kind, _ in model.log if kind == "summary"]
+    if retries:
+        assert len(summaries) == 3 and isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
+        assert any(isinstance(e, Compacted) for e in events) and runtime.history != before
+    else:
+        assert len(summaries) == 1 and runtime.history == before
+        notice = next(e for e in events if isinstance(e, Notice) and e.level == "error")
+        assert "HTTP 503" in notice.text
 
 
 async def test_manual_compaction_with_focus_keeps_the_persons_words(workspace: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from todo_agent.core.engine.retry import RetryPolicy
+from todo_agent.core.model.retry import RetryPolicy
 
 
 def _waits(policy: RetryPolicy) -> list[float]:

@@ -53,6 +53,7 @@ from ..model.base import (
     valid_text,
 )
 from ..model.history import assistant_message, missing_replies
+from ..model.retry import RetryPolicy
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
@@ -68,7 +69,6 @@ from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
 from .guards import CUT_ANSWER, STOPPED_CALL, RepeatGuard, RequestBudget, refusals, stop_notice
 from .person_shell import PersonShell
-from .retry import RetryPolicy
 from .side_request import side_answer
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,10 @@ class AgentOptions:
     """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
     shared: RequestBudget | None = None
     """For a sub-agent: its parent's turn budget, which its requests also spend."""
+
+    def retry_policy(self) -> RetryPolicy:
+        """How a request (the turn's, or a compaction's summary) that may pass is waited out."""
+        return RetryPolicy(self.request_retries, self.retry_delay, self.retry_max_wait)
 
 
 @dataclass
@@ -133,7 +137,7 @@ class Agent:
     _window: WindowKeeper = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._window = WindowKeeper(self)
+        self._window = WindowKeeper(self, retry=self._retry_policy)
         if self.session is not None:
             self.history = self.session.messages
         if self.history:  # a resumed session: its size, before any request measures it
@@ -374,13 +378,17 @@ class Agent:
             else:
                 yield item
 
+    def _retry_policy(self) -> RetryPolicy:
+        """The options' policy as they are now (a sub-agent's or a test's may be replaced)."""
+        return self.options.retry_policy()
+
     async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
         """One model request, retried (with backoff, in view) when it failed in a way that may
         pass. A refusal as too long is handed back (not retried here: the history must
         shrink first)."""
         schemas = self.schemas()
         options = self.options
-        policy = RetryPolicy(options.request_retries, options.retry_delay, options.retry_max_wait)
+        policy = self._retry_policy()
         waited = 0.0
         for attempt in range(1, options.request_retries + 2):
             self._partial = []

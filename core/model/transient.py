@@ -1,7 +1,7 @@
 """Which server failures are worth waiting out, what to call them, and how long the server asks to wait.
 
 Plain HTTP knowledge, apart from the OpenAI client (`openai_chat.py` uses it): the loop
-retries these in view (`core/engine/retry.py`), with the words here on the status line.
+retries these in view (`core/model/retry.py`), with the words here on the status line.
 """
 
 from __future__ import annotations

@@ -24,12 +24,17 @@ the older part, and returns the new history: one summary message, then the tail 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model.base import ChatModel, ContextOverflowError, Message, ModelError, ModelResponse, content_text
+from ..model.retry import RetryPolicy
 from ..tasks.reminders import CLOSE_TAG, COMPACTED, OPEN_TAG, compaction_kept, wrap
+
+log = logging.getLogger(__name__)
 
 SUMMARY_SYSTEM = """You write handover notes for a coding agent whose conversation grew too long. \
 The notes replace the earlier conversation, so the agent must be able to carry on from them alone.
@@ -99,18 +104,21 @@ async def compact(
     focus: str = "",
     *,
     record: Sequence[object] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Compaction:
     """Summarise the older part of `history`; raise `CompactionError` (history untouched).
 
     `record`: every message of the conversation in order, from before any compaction (the
     session's transcript; other items in it are skipped): where the person's words come
-    from. Without it, only the person's messages still in `history` are quoted."""
+    from. Without it, only the person's messages still in `history` are quoted.
+    `retry`: how a summary request that failed in a way that may pass (a 503, a dropped
+    connection) is waited out, as the turn's own requests are; without it, not at all."""
     start = split_point(history, limits.keep_tokens, count, latest_tokens=limits.latest_tokens)
     older, tail = list(history[:start]), list(history[start:])
     if not older:
         raise CompactionError("nothing to compact yet")
     blocks = [block for message in older if (block := render(message))]
-    summary, requests = await summarise(model, blocks, limits, focus)
+    summary, requests = await summarise(model, blocks, limits, focus, retry)
     said = person_words(older if record is None else record, tail[0] if tail else None)
     message = summary_message(summary, person_quotes(said), len(tail))
     return Compaction([message, *tail], summarised=len(older), kept=len(tail), requests=requests)
@@ -215,10 +223,13 @@ def summary_message(summary: str, quotes: Sequence[str], kept: int) -> Message:
 # --- the summary requests ----------------------------------------------------------------
 
 
-async def summarise(model: ChatModel, blocks: Sequence[str], limits: Limits, focus: str) -> tuple[str, int]:
+async def summarise(
+    model: ChatModel, blocks: Sequence[str], limits: Limits, focus: str, retry: RetryPolicy | None = None
+) -> tuple[str, int]:
     """Summarise `blocks` slice by slice; each request carries the summary so far."""
     summary, requests, size = "", 0, limits.slice_chars
     pending = list(blocks)
+    waited, failures = 0.0, 0
     while pending:
         chunk, rest = take_slice(pending, size)
         requests += 1
@@ -232,7 +243,15 @@ async def summarise(model: ChatModel, blocks: Sequence[str], limits: Limits, foc
             size = min(size, sum(len(block) + 2 for block in chunk)) // 2  # really smaller than what was refused
             continue
         except ModelError as exc:
-            raise CompactionError(f"the summary request failed: {exc.message}") from exc
+            failures += 1
+            wait = retry.next_wait(failures, waited, exc.retry_after) if retry and exc.retryable else None
+            if wait is None or wait.seconds is None:
+                why = f" ({wait.why})" if wait is not None and wait.why else ""
+                raise CompactionError(f"the summary request failed: {exc.message}{why}") from exc
+            log.info("summary request failed (%s); asking again in %.1f s", exc.message, wait.seconds)
+            await asyncio.sleep(wait.seconds)  # the status line says "compacting"; esc cancels it
+            waited += wait.seconds
+            continue
         pending = rest
     return summary, requests
 

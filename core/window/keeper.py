@@ -12,13 +12,14 @@ the session file and the token counts in step with the result.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..events import Compacted, Compacting, Event, Notice
 from ..lifecycle import CompactInfo, Lifecycle
 from ..model.base import ChatModel, ContextOverflowError, Message
+from ..model.retry import RetryPolicy
 from ..model.scripted import ScriptError
 from ..session.transcript import CompactionMark, Session
 from . import compaction
@@ -59,6 +60,9 @@ class WindowKeeper:
     floor: int = 0
     """After a compaction that could not get below the threshold: the size the prompt must
     grow past before the next automatic one (so it does not run on every request)."""
+    retry: Callable[[], RetryPolicy] | None = None
+    """How a summary request that failed in a way that may pass is waited out (the turn's
+    own policy, `request_retries`, as it is at the time); None: not at all."""
 
     def compaction_due(self) -> bool:
         conv = self.conversation
@@ -77,7 +81,13 @@ class WindowKeeper:
         try:
             record = conv.session.transcript if conv.session is not None else None
             result = await compaction.compact(
-                conv.model, conv.history, self.limits(trigger), conv.counter.message_tokens, focus, record=record
+                conv.model,
+                conv.history,
+                self.limits(trigger),
+                conv.counter.message_tokens,
+                focus,
+                record=record,
+                retry=self.retry() if self.retry else None,
             )
         except (compaction.CompactionError, ScriptError) as exc:
             yield Notice(f"could not compact the conversation: {exc}; it is unchanged", "error")
