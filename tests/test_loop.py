@@ -29,7 +29,7 @@ from todo_agent.core.events import (
 )
 from todo_agent.core.lifecycle import Lifecycle, TurnState
 from todo_agent.core.model.base import Message, ModelError, ModelResponse, StreamItem, ToolCall
-from todo_agent.core.model.history import assistant_message, unanswered_tool_calls
+from todo_agent.core.model.history import assistant_message, cut_arguments, unanswered_tool_calls
 from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
 from todo_agent.core.permissions.policy import PermissionPolicy
@@ -443,6 +443,22 @@ def test_tool_call_ids_are_made_unique() -> None:
     message, recorded = assistant_message([], ModelResponse("", calls))
     assert len({c.id for c in recorded}) == 2
     assert [c["id"] for c in message["tool_calls"]] == [c.id for c in recorded]
+
+
+def test_huge_arguments_are_kept_cut_as_valid_json_with_the_same_keys() -> None:
+    small = json.dumps({"file_path": "a.py", "content": "x = 1\n"})
+    assert cut_arguments(small, 2_000) == small
+    raw = json.dumps({"subject": "x" * 1_000_000, "description": "d" * 50_000, "n": 3, "tags": ["t" * 9_000]})
+    kept = json.loads(cut_arguments(raw, 2_000))
+    assert set(kept) == {"subject", "description", "n", "tags"} and kept["n"] == 3
+    assert len(json.dumps(kept)) < 2_000 + 400  # the notes saying what was cut
+    assert kept["subject"].startswith("xxx") and kept["subject"].endswith("x")
+    assert "999,667 characters not kept in the history" in kept["subject"]  # a sixth of 2,000 kept
+    assert "characters not kept in the history" in kept["tags"][0]
+    many = json.dumps({"edits": [{"old": str(n), "new": str(n)} for n in range(5_000)]})  # no long string
+    assert json.loads(cut_arguments(many, 2_000)) == {
+        "_note": f"{len(many):,} characters of arguments, not kept in the history"
+    }
 
 
 async def test_edit_approval_shows_a_unified_diff(workspace: Path) -> None:

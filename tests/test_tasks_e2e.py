@@ -179,14 +179,17 @@ def test_a_one_megabyte_subject_is_refused_and_the_session_resumes(workspace: Pa
         tc("TaskUpdate", taskId="1", subject="y" * 201),
         tc("TaskList"),
     ]
-    # The model's own 1 MB call stays in the history, so the next request is compacted
-    # first (the script's second step is that summary); the plan itself echoes none of it.
+    # The model's own 1 MB call is kept in the history cut (the tool got it whole), so the
+    # next request is not compacted first: it carried the megabyte once, and then always.
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"tool_calls": calls}, "## Goal\nPlan the parser fix.", "done"]))
+    script.write_text(json.dumps([{"tool_calls": calls}, "done"]))
     result = todo_agent(workspace, None, "-p", "plan", "--model", f"script:{script}", "--tasks", "v2")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and "compacted" not in result.stderr
     assert result.stdout.strip() == "done"
+    (asked,) = [m for m in _transcript(workspace) if m["role"] == "assistant" and m.get("tool_calls")]
+    kept = asked["tool_calls"][0]["function"]["arguments"]
+    assert len(kept) < 100_000 and "characters not kept in the history" in json.loads(kept)["subject"]
     replies = [m["content"] for m in _transcript(workspace) if m["role"] == "tool"]
     title = "(keep it a short title and put detail in description)"
     assert replies == [

@@ -52,7 +52,7 @@ from ..model.base import (
     valid_json,
     valid_text,
 )
-from ..model.history import assistant_message, missing_replies
+from ..model.history import assistant_message, cut_arguments, missing_replies
 from ..model.retry import RetryPolicy
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
@@ -448,6 +448,12 @@ class Agent:
 
     def _record_assistant(self, response: ModelResponse) -> list[ToolCall]:
         message, calls = assistant_message(self.history, response)
+        limit = self._window.tool_output_limit()  # a call's arguments are held as its result is
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            kept = cut_arguments(function["arguments"], limit)
+            self.counter.answer_cut(len(function["arguments"]) - len(kept))
+            function["arguments"] = kept
         self.append(message)
         return calls
 

@@ -150,3 +150,43 @@ def _storable(raw: str) -> str:
     except ValueError:  # includes JSONDecodeError; NaN/Infinity are not JSON either
         return "{}"
     return raw or "{}"
+
+
+def cut_arguments(raw: str, limit: int) -> str:
+    """Tool-call arguments (valid JSON) as they are kept in history: whole when they fit
+    `limit` characters, else with their long strings cut in the middle, saying so. The tool
+    got them whole; what the model sent once (a 1 MB "subject", a huge file it wrote) must
+    not ride along in every later request. Still valid JSON, with the same keys."""
+    if len(raw) <= limit:
+        return raw
+    try:
+        value = strict_json(raw)
+    except ValueError:
+        return "{}"
+    strings = _long_strings(value)
+    if not strings:  # huge only by its structure (thousands of keys or items): nothing to cut well
+        return json.dumps({"_note": f"{len(raw):,} characters of arguments, not kept in the history"})
+    keep = max(200, limit // (2 * len(strings)))
+
+    def cut(node: Any) -> Any:
+        if isinstance(node, str) and len(node) > keep:
+            head = keep * 2 // 3
+            note = f" [… {len(node) - keep:,} characters not kept in the history …] "
+            return node[:head] + note + node[len(node) - (keep - head) :]
+        if isinstance(node, dict):
+            return {k: cut(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [cut(v) for v in node]
+        return node
+
+    return json.dumps(cut(value), ensure_ascii=False)
+
+
+def _long_strings(node: Any, floor: int = 200) -> list[str]:
+    if isinstance(node, str):
+        return [node] if len(node) > floor else []
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _long_strings(v, floor)]
+    if isinstance(node, list):
+        return [s for v in node for s in _long_strings(v, floor)]
+    return []

@@ -173,6 +173,13 @@ class TokenCounter:
         if prompt_tokens > 0:
             self.chars_per_token = min(8.0, max(1.0, chars / prompt_tokens))
 
+    def answer_cut(self, chars: int) -> None:
+        """The measured answer is kept `chars` characters shorter than the server counted it
+        (huge tool-call arguments are kept cut): the next request carries that much less."""
+        if self._anchor is not None and chars > 0:
+            sent, measured = self._anchor
+            self._anchor = (sent, max(0, measured - self.tokens(chars)))
+
     def forget(self) -> None:
         """The history was replaced (compaction, rewind): the last count no longer applies."""
         self._anchor = None
