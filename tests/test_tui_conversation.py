@@ -23,6 +23,7 @@ from todo_agent.tui.widgets.blocks import MAX_OUTPUT_LINES, Block, LiveBlock, To
 from todo_agent.tui.widgets.conversation import Conversation
 from todo_agent.tui.widgets.markdown_blocks import Piece
 from todo_agent.tui.widgets.painter import Painter
+from todo_agent.tui.widgets.scrollbar import SteadyScrollBar
 
 ANSWER = """# Plan {n}
 
@@ -223,6 +224,39 @@ async def test_finished_markdown_blocks_are_never_drawn_again() -> None:
             await wait_until(pilot, lambda: app.conversation.live is not None and not app.conversation.live.dirty)
         assert app.conversation.live is not None and len(app.conversation.live.final_pieces) > 20
         assert again == []
+
+
+async def test_the_scrollbar_is_drawn_again_only_when_its_thumb_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Textual repaints a scrollbar at every change of position or size: every frame that
+    # follows a streaming answer. In a long session the thumb moves a cell in dozens of lines.
+    drawn: list[int] = []
+    real = SteadyScrollBar.render
+
+    def counting(bar: SteadyScrollBar) -> Any:
+        drawn.append(1)
+        return real(bar)
+
+    monkeypatch.setattr(SteadyScrollBar, "render", counting)
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        await conversation.load(history(300))  # ~12,000 lines
+        await pilot.pause()
+        bar = conversation.vertical_scrollbar
+        assert isinstance(bar, SteadyScrollBar) and bar.display
+        frames = 0
+        drawn.clear()
+        for n in range(60):  # a line a frame, the view following
+            await conversation.write_live(f"line {n} of the answer\n\n")
+            await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+            await pilot.pause()
+            frames += 1
+        assert 1 <= len(drawn) < frames // 4, (len(drawn), frames)
+        size, _, end = bar.thumb()
+        assert end >= size * 8 - 8  # at the bottom, where the view is
+        await pilot.resize_terminal(SIZE[0], SIZE[1] - 6)  # Textual's own reasons still repaint it
+        await pilot.pause()
+        assert bar.thumb()[0] == bar.size.height
 
 
 async def test_tokens_are_drawn_a_frame_at_a_time() -> None:

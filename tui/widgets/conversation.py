@@ -26,6 +26,7 @@ from rich.segment import Segment
 from textual.events import Click, Resize
 from textual.geometry import Offset, Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.timer import Timer
@@ -33,6 +34,7 @@ from textual.timer import Timer
 from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
 from .blocks import AssistantBlock, Block, FoldingBlock, LiveBlock, ToolBlock, block_for
 from .painter import Painter
+from .scrollbar import steady_vertical_scrollbar
 
 FRAME_RATE = 20
 """Most redraws of the live message per second: smooth for text, and each redraw
@@ -81,6 +83,12 @@ class Conversation(ScrollView, can_focus=False):
     Conversation > .conversation--help { color: $text-muted; }
     Conversation > .conversation--help-bar { color: $accent; }
     """
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Drawn again only when its thumb moves (`scrollbar.py`): Textual's repaints it
+        every frame the view follows a streaming answer."""
+        return steady_vertical_scrollbar(self)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -359,8 +367,7 @@ class Conversation(ScrollView, can_focus=False):
         self.set_reactive(ScrollView.virtual_size, size)
         if scrollbar:
             bar = self.vertical_scrollbar
-            bar.window_virtual_size, bar.window_size = size.height, viewport
-            bar.refresh()
+            bar.window_virtual_size, bar.window_size = size.height, viewport  # it repaints if its thumb moved
 
     def _following(self) -> bool:
         return self.is_anchored and not self._anchor_released
