@@ -120,10 +120,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         a command file's question has no rule to add and no model to tell: no feedback."""
         if action == "answer" and parameters == ("always_server",):
             return bool(self.request.server_rule)
-        if action == "answer" and parameters == ("always",) and not self.request.suggested_rule:
-            return False
-        not_offered = action == "feedback" or (action, parameters) == ("answer", ("always",))
-        return not (self.request.remembered_for and not_offered)
+        if action == "answer" and parameters == ("always",):
+            return bool(self.request.suggested_rule)  # a command file's question has none either
+        return not (self.request.remembered_for and action == "feedback")
 
     @property
     def asking(self) -> bool:

@@ -177,7 +177,7 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         if live is None or not live.dirty or not self._width:
             return
-        if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+        if self._in_burst(live):
             live.take_in()
             self._frame = self.set_timer(0.001, self._draw_live, name="live message")
             return
@@ -199,6 +199,11 @@ class Conversation(ScrollView, can_focus=False):
         else:  # falling behind (a huge tail, a slow machine): draw less often, never too rarely
             self._frame_interval = min(SLOWEST_FRAME, max(1 / FRAME_RATE, 3 * cost))
 
+    def _in_burst(self, live: LiveBlock) -> bool:
+        """More text waits than a frame takes in, and the last drawing is recent: take the
+        next slice in without drawing (`BURST_FRAME`)."""
+        return live.backlog and time.monotonic() - self._last_frame < BURST_FRAME
+
     def _cancel_frame(self) -> None:
         if self._frame is not None:
             self._frame.stop()
@@ -219,7 +224,7 @@ class Conversation(ScrollView, can_focus=False):
         same = live is not None and self._width > 0 and self.is_attached and live.streamed(text)
         if live is not None and same:
             while live.behind():  # what is left of a burst, a slice at a time, drawn now and then
-                if live.backlog and time.monotonic() - self._last_frame < BURST_FRAME:
+                if self._in_burst(live):
                     live.take_in()
                 else:
                     live.update(self._width, self._painter)
