@@ -573,12 +573,41 @@ async def test_arguments_sent_as_an_object_and_content_as_parts(make_model: Make
     assert json.loads(response.tool_calls[0].arguments) == {"file_path": "a"}
 
 
+async def test_chunks_of_the_wrong_shape_count_as_absent_fields(make_model: MakeModel) -> None:
+    """A server is untrusted: every field of a chunk may have any type. A wrong one is read
+    as absent (as the SDK's unvalidated models did), never as a crash."""
+    odd = [
+        "[]",
+        '"a string"',
+        '{"choices": "not a list", "usage": [1, 2]}',
+        '{"choices": [7, null, {"index": 0, "delta": ["x"]}, {"index": 1, "delta": {"content": "other choice"}}]}',
+        _chunk({"content": "kept "}),
+        _chunk({"content": 12, "tool_calls": "Read"}),
+        _chunk({"tool_calls": [3, {"index": 0, "id": 5, "function": "Read"}]}),
+        _chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": ["Re", "ad"], "arguments": "{}"}}]}),
+        _chunk({"content": "text"}, finish=None),
+        json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": 3}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json.dumps({"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": float("nan")}}),
+        json.dumps({"choices": [], "usage": {"prompt_tokens": 12.0, "completion_tokens": True}}),
+        "[DONE]",
+    ]
+    async with FakeOpenAIServer([{"raw_events": odd}]) as server:
+        items, response = await collect(make_model(server.base_url))
+    assert "".join(items) == response.content == "kept text"
+    assert response.finish_reason == "stop"
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [("c1", "Read", "{}")]
+    assert response.usage is not None
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (12, 0)
+
+
 async def test_the_history_is_sent_without_the_sdks_per_message_transform(
     make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The SDK's request transform walks every message on the event loop (~0.35 ms each):
     a 2,000-message session froze the UI for 0.7 s per request. The history is already in
-    the API's shape, so it goes out as it is; the server still gets every message."""
+    the API's shape, so the request goes out as it is, never transformed; the server
+    still gets every message."""
     from openai.resources.chat.completions import completions
 
     walked: list[int] = []
@@ -593,8 +622,29 @@ async def test_the_history_is_sent_without_the_sdks_per_message_transform(
     history: list[Message] = [{"role": "user", "content": f"message {n}"} for n in range(300)]
     async with FakeOpenAIServer([{"text": "ok"}]) as server:
         await collect(make_model(server.base_url), history)
-    assert walked == [0]
+    assert walked == []
     assert server.requests[0]["messages"] == history
+
+
+async def test_streamed_chunks_are_read_as_json_not_built_into_sdk_models(
+    make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building the SDK's typed chunk object of every chunk was a quarter of todo-agent's
+    CPU while an answer streamed; the chunks are read as the JSON they are."""
+    from openai.types.chat import ChatCompletionChunk
+
+    built: list[object] = []
+    real = ChatCompletionChunk.construct
+
+    def watching(**values: Any) -> Any:
+        built.append(values)
+        return real(**values)
+
+    monkeypatch.setattr(ChatCompletionChunk, "construct", watching)
+    async with FakeOpenAIServer([{"text": "one two three four", "chunk_size": 4}]) as server:
+        items, response = await collect(make_model(server.base_url))
+    assert "".join(items) == response.content == "one two three four" and len(items) > 2
+    assert built == []
 
 
 # --- long work: context overflow and the output limit ---------------------------------------

@@ -12,14 +12,11 @@ import json
 import os
 import re
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToolUnionParam
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
-from openai.types.completion_usage import CompletionUsage
 
 from ..redact import mask_url, redact
 from .base import (
@@ -38,6 +35,9 @@ from .transient import BUSY, RETRY_STATUSES, brief, retry_after
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_DETAIL = 200
+
+_ChunkStream = openai.AsyncStream[object]
+"""The server's chunks as parsed JSON, untouched: `_Assembler` checks them field by field."""
 
 
 class OpenAIChatModel:
@@ -160,7 +160,7 @@ class OpenAIChatModel:
 
     async def _open(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
-    ) -> openai.AsyncStream[ChatCompletionChunk]:
+    ) -> _ChunkStream:
         try:
             async with asyncio.timeout(self._first_byte_timeout):
                 return await self._open_with_fallback(messages, tools, max_tokens)
@@ -172,7 +172,7 @@ class OpenAIChatModel:
 
     async def _open_with_fallback(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
-    ) -> openai.AsyncStream[ChatCompletionChunk]:
+    ) -> _ChunkStream:
         try:
             for _ in range(2):
                 try:
@@ -186,7 +186,7 @@ class OpenAIChatModel:
 
     async def _create_once_more_if_dropped(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
-    ) -> openai.AsyncStream[ChatCompletionChunk]:
+    ) -> _ChunkStream:
         try:
             return await self._create(messages, tools, max_tokens)
         except openai.APIConnectionError as exc:
@@ -212,25 +212,32 @@ class OpenAIChatModel:
 
     async def _create(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
-    ) -> openai.AsyncStream[ChatCompletionChunk]:
-        # The history goes in `extra_body`, sent as it is: `messages=` would be walked
-        # message by message by the SDK's request transform, ~0.35 ms each on the event
-        # loop (0.7 s of frozen UI per request in a 2,000-message session). It is already
-        # plain JSON in the API's shape.
+    ) -> _ChunkStream:
+        # The request goes out as the plain JSON it already is, through the client's
+        # `post`, and each streamed chunk comes back as the dict `json.loads` made of it:
+        # `chat.completions.create` would walk the history message by message in its
+        # request transform (~0.35 ms each on the event loop: 0.7 s of frozen UI per
+        # request in a 2,000-message session) and build a typed model object of every
+        # chunk (a quarter of todo-agent's CPU while an answer streams). The SDK still
+        # does the rest: headers and auth, status errors, the SSE framing, error events
+        # in the stream, connection errors as `APIConnectionError`.
         # The one place every request passes: whatever a server, a tool, a hook or a file
         # name put in the history, a lone surrogate is sent as U+FFFD (the SDK's encoder
         # cannot write it as UTF-8 at all). The agent stores the same in the session.
-        messages, tools = valid_json(list(messages)), valid_json(list(tools))
-        limit = max_tokens or openai.omit
-        return await self._client.chat.completions.create(
-            model=self._model,
-            messages=cast(Iterable[ChatCompletionMessageParam], []),
-            extra_body={"messages": messages},
-            tools=cast(Iterable[ChatCompletionToolUnionParam], tools) if tools else openai.omit,
+        body: dict[str, object] = {"model": self._model, "messages": valid_json(list(messages)), "stream": True}
+        if tools:
+            body["tools"] = valid_json(list(tools))
+        if self._send_stream_options:
+            body["stream_options"] = {"include_usage": True}
+        if max_tokens and self._token_param is not None:
+            body[self._token_param] = max_tokens
+        return await self._client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=object,
+            options={"security": {"bearer_auth": True}},  # openai 3's opt-in to its auth header; ignored before
             stream=True,
-            stream_options={"include_usage": True} if self._send_stream_options else openai.omit,
-            max_tokens=limit if self._token_param == "max_tokens" else openai.omit,
-            max_completion_tokens=limit if self._token_param == "max_completion_tokens" else openai.omit,
+            stream_cls=_ChunkStream,
         )
 
     def _error(self, exc: openai.APIError) -> ModelError:
@@ -304,24 +311,29 @@ class _Assembler:
         self._held = ""
         """The first half of a surrogate pair that ended a delta: the next one may complete it."""
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[str]:
-        """Take one chunk; return its text deltas."""
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
+    def feed(self, chunk: object) -> list[str]:
+        """Take one chunk (parsed JSON, any shape a server sends); return its text deltas.
+        A field of the wrong type counts as absent, as the SDK's unvalidated models did."""
+        if not isinstance(chunk, dict):
+            return []
+        if isinstance(usage := chunk.get("usage"), dict):
+            self.usage = _usage(usage)
         deltas: list[str] = []
-        for choice in chunk.choices or ():
-            if getattr(choice, "index", 0) not in (0, None):
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue  # only the first choice is ever asked for
-            delta = choice.delta
-            if delta is not None:
-                text = self._valid(_as_text(delta.content))
+            if isinstance(delta := choice.get("delta"), dict):
+                text = self._valid(_as_text(delta.get("content")))
                 if text:
                     deltas.append(text)
                     self.text.append(text)
-                for piece in delta.tool_calls or ():
-                    self._add(piece)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+                pieces = delta.get("tool_calls")
+                for piece in pieces if isinstance(pieces, list) else ():
+                    if isinstance(piece, dict):
+                        self._add(piece)
+            if (finish := choice.get("finish_reason")) and isinstance(finish, str):
+                self.finish_reason = finish
         return deltas
 
     def _valid(self, text: str) -> str:
@@ -330,9 +342,11 @@ class _Assembler:
         text, self._held = text[:cut], text[cut:]
         return valid_text(text)
 
-    def _add(self, piece: ChoiceDeltaToolCall) -> None:
-        index: int | None = getattr(piece, "index", None)  # some servers omit it on single calls
-        piece_id = piece.id or None
+    def _add(self, piece: dict[str, Any]) -> None:
+        index = piece.get("index")  # some servers omit it on single calls
+        index = index if isinstance(index, int) else None
+        piece_id = piece.get("id") if isinstance(piece.get("id"), str) else None
+        piece_id = piece_id or None
         call = self.by_index.get(index) if index is not None else (self.calls[-1] if self.calls else None)
         if call is None or (piece_id and call.id and piece_id != call.id):
             # A new id at a known index is a new call: some servers put every parallel call at 0.
@@ -342,15 +356,14 @@ class _Assembler:
                 self.by_index[index] = call
         elif piece_id and not call.id:
             call.id = piece_id
-        function = piece.function
-        if function is None:
+        function = piece.get("function")
+        if not isinstance(function, dict):
             return
         # Names may come in pieces; a server that repeats the whole name must not double it.
-        name = valid_text(_as_text(function.name))
+        name = valid_text(_as_text(function.get("name")))
         if name and name != call.name:
             call.name += name
-        if function.arguments:
-            arguments: object = function.arguments
+        if arguments := function.get("arguments"):
             # Some servers send the arguments as an object rather than JSON text.
             call.arguments += arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
@@ -388,9 +401,17 @@ def _as_text(value: object) -> str:
     return ""
 
 
-def _usage(usage: CompletionUsage) -> ModelUsage:
-    # Compatible servers sometimes send nulls here; the SDK does not validate.
-    return ModelUsage(prompt_tokens=int(usage.prompt_tokens or 0), completion_tokens=int(usage.completion_tokens or 0))
+def _usage(usage: dict[str, Any]) -> ModelUsage:
+    # Compatible servers sometimes send nulls (or worse) here.
+    return ModelUsage(
+        prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens"))
+    )
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**53:
+        return 0  # also NaN, which fails both comparisons
+    return int(value)
 
 
 def _worth_retrying(exc: openai.APIStatusError) -> bool:
