@@ -226,6 +226,8 @@ class FakeOpenAIServer:
         self.refused_requests: list[int] = []
         """Their indexes in `requests`."""
         self.requests: list[Any] = []
+        self.request_headers: list[dict[str, str]] = []
+        """Each chat request's headers, names in lower case."""
         """Parsed JSON body of every chat-completions POST, in arrival order."""
         self.violations: list[str] = []
         self.aborted = asyncio.Event()
@@ -328,6 +330,7 @@ class FakeOpenAIServer:
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
         self.requests.append(body)
+        self.request_headers.append(headers)
         await self._answer(body, reader, writer)
 
     async def _answer(self, body: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

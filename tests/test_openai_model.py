@@ -573,6 +573,14 @@ async def test_arguments_sent_as_an_object_and_content_as_parts(make_model: Make
     assert json.loads(response.tool_calls[0].arguments) == {"file_path": "a"}
 
 
+async def test_the_api_key_is_sent_as_a_bearer_token(make_model: MakeModel) -> None:
+    """The request goes through the client's generic `post`: its auth header must still go."""
+    async with FakeOpenAIServer([{"text": "ok"}]) as server:
+        await collect(make_model(server.base_url))
+    assert server.request_headers[0]["authorization"] == "Bearer sk-test"
+    assert server.request_headers[0]["content-type"] == "application/json"
+
+
 async def test_chunks_of_the_wrong_shape_count_as_absent_fields(make_model: MakeModel) -> None:
     """A server is untrusted: every field of a chunk may have any type. A wrong one is read
     as absent (as the SDK's unvalidated models did), never as a crash."""
