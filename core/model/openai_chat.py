@@ -235,7 +235,6 @@ class OpenAIChatModel:
             "/chat/completions",
             body=body,
             cast_to=object,
-            options={"security": {"bearer_auth": True}},  # openai 3's opt-in to its auth header; ignored before
             stream=True,
             stream_cls=_ChunkStream,
         )
