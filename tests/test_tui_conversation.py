@@ -11,8 +11,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from textual.geometry import Offset
+from rich.segment import Segment
+from textual.geometry import Offset, Region
 from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import TextArea
 from tui_helpers import SIZE, Host, main_screen, make_app, pieces, screen_text, send, turn_done, wait_until
 
@@ -280,7 +283,7 @@ async def test_tokens_are_drawn_a_frame_at_a_time() -> None:
         assert "Last paragraph" in conversation.block_text(conversation.blocks[-1])
 
 
-async def test_a_steady_stream_repaints_only_the_line_that_grows() -> None:
+async def test_a_steady_stream_repaints_only_the_line_that_grows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Words added to the last line of a long paragraph repaint that line, not the
     paragraph (each repainted line costs the screen a chop and a write, 20 times a second)."""
     app = Host(Conversation())
@@ -291,14 +294,16 @@ async def test_a_steady_stream_repaints_only_the_line_that_grows() -> None:
         await pilot.pause()
         live = conversation.live
         assert live is not None and live.height >= 6
-        painted: list[int] = []
-        real = conversation.render_line
+        framing = conversation._framing()
+        assert framing is not None
+        painted: list[Strip] = []
+        real = type(framing).frame
 
-        def render_line(y: int) -> Any:
-            painted.append(y)
-            return real(y)
+        def frame(self: Any, line: Strip) -> Strip:
+            painted.append(line)  # a line drawn anew (the others are kept as they were)
+            return real(self, line)
 
-        conversation.render_line = render_line  # type: ignore[method-assign]
+        monkeypatch.setattr(type(framing), "frame", frame)
         frames = []
         for word in ("one ", "two ", "three ", "four "):  # the last line has room for them
             height = live.height
@@ -560,3 +565,74 @@ async def test_another_theme_draws_the_conversation_again() -> None:
         await pilot.pause()
         await pilot.pause()
         assert backgrounds() != before
+
+
+# --- framing the lines ------------------------------------------------------------------------
+
+
+def framed_as_textual_would(conversation: Conversation) -> tuple[list[list[Segment]], list[list[Segment]]]:
+    """The pane's lines as it frames them, and as Textual's own styles cache frames them."""
+    crop = Region(0, 0, *conversation.region.size)
+    ours = conversation.render_lines(crop)
+    textuals = Widget.render_lines(conversation, crop)
+    return [list(strip) for strip in ours], [list(strip) for strip in textuals]
+
+
+async def test_the_pane_frames_its_lines_exactly_as_textual_does(workspace: Any) -> None:
+    """The pane frames its lines itself (padding, background, the app's colour filters)
+    so that they can be kept per line of the document; what it draws must be exactly what
+    Textual would: in the app's CSS (padding on three sides), in a short and a scrolled
+    conversation, with a selection, in another theme, and with the styles it cannot frame."""
+    app = make_app(workspace, [])
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = main_screen(app).conversation
+        await pilot.pause()
+        ours, textuals = framed_as_textual_would(conversation)
+        assert ours == textuals and conversation._framing() is not None  # short: lifted to the prompt
+        await conversation.load(history(30))
+        await conversation.write_live(LONG_ANSWER)
+        await wait_until(pilot, lambda: conversation.live is not None and not conversation.live.dirty)
+        ours, textuals = framed_as_textual_would(conversation)
+        assert ours == textuals
+        conversation.release_anchor()
+        conversation.scroll_to(y=40, animate=False, immediate=True)
+        await pilot.pause()
+        main_screen(app).selections = {conversation: Selection(Offset(3, 45), Offset(10, 48))}
+        ours, textuals = framed_as_textual_would(conversation)
+        assert ours == textuals and any("prompt" in "".join(s.text for s in line) for line in ours)
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await pilot.pause()
+        ours, textuals = framed_as_textual_would(conversation)
+        assert ours == textuals
+        conversation.styles.border = ("round", "red")  # a frame it leaves to Textual
+        await pilot.pause()
+        assert conversation._framing() is None
+        ours, textuals = framed_as_textual_would(conversation)
+        assert ours == textuals
+
+
+async def test_lines_already_framed_are_kept_when_the_view_moves() -> None:
+    """While the view follows a streaming answer every frame moves it; the lines it showed
+    already are not framed again (Textual frames every row of the pane anew)."""
+    app = Host(Conversation())
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.conversation
+        await conversation.load(history(30))
+        await pilot.pause()
+        framing = conversation._framing()
+        assert framing is not None
+        framed: list[Strip] = []
+        real_frame = type(framing).frame
+
+        def counting(self: Any, line: Strip) -> Strip:
+            framed.append(line)
+            return real_frame(self, line)
+
+        crop = Region(0, 0, *conversation.region.size)
+        conversation.render_lines(crop)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(type(framing), "frame", counting)
+            conversation.release_anchor()
+            conversation.scroll_to(y=conversation.scroll_y - 1, animate=False, immediate=True)
+            conversation.render_lines(crop)
+        assert len(framed) == 1  # the one line the view moved onto

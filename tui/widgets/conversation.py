@@ -20,15 +20,21 @@ import asyncio
 import time
 from bisect import bisect_right
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual.color import Color
 from textual.events import Click, Resize
+from textual.filter import LineFilter
 from textual.geometry import Offset, Region, Size
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.style import Style
 from textual.timer import Timer
 
 from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
@@ -48,9 +54,46 @@ with keys served between slices, and drawn only this often (s): drawing every sl
 screen of highlighted text for the terminal); at 0.12 s they held typed keys up to 135 ms
 in `benchmarks/` (the `fence`, `lines` and `line` scenarios), at 0.25 s about 100 ms."""
 
+FRAMED_KEPT = 2_000
+"""Framed lines kept for a view that moves back and forth; past this many, framed anew."""
+
 AnyBlock = Block | LiveBlock
 Anchor = tuple[AnyBlock, int]
 """A line of the document named by its block and its line in that block."""
+
+
+@dataclass(frozen=True)
+class _Framing:
+    """What Textual's styles cache does to each line of a pane with plain styles: pad it
+    in the pane's background, then apply the app's line filters (ANSI colours to the
+    theme's, dimming)."""
+
+    width: int
+    height: int
+    content_width: int
+    padding: tuple[int, int, int, int]
+    inner: RichStyle
+    background: Color
+    filters: tuple[LineFilter, ...]
+
+    def frame(self, line: Strip) -> Strip:
+        _, right, _, left = self.padding
+        line = line.adjust_cell_length(self.content_width, self.inner)
+        segments = list(line)
+        if left:
+            segments.insert(0, Segment(" " * left, self.inner))
+        if right:
+            segments.append(Segment(" " * right, self.inner))
+        return self._filtered(Strip(segments, self.width))
+
+    @cached_property
+    def padding_row(self) -> Strip:
+        return self._filtered(Strip([Segment(" " * self.width, self.inner)], self.width))
+
+    def _filtered(self, strip: Strip) -> Strip:
+        for line_filter in self.filters:
+            strip = strip.apply_filter(line_filter, self.background)
+        return strip
 
 
 class Conversation(ScrollView, can_focus=False):
@@ -110,6 +153,9 @@ class Conversation(ScrollView, can_focus=False):
         self._prefetch_pending = False
         self._relayout_pending = False
         self._blank_line: Strip | None = None
+        self._framed: dict[int, tuple[Strip, Strip]] = {}
+        """Per line of the document: the line as drawn and as framed in its place (`_framed_lines`)."""
+        self._framed_with: _Framing | None = None
         self._look: tuple[object, ...] = ()
         """The colours the blocks were drawn in: a new theme draws them again."""
 
@@ -484,7 +530,74 @@ class Conversation(ScrollView, can_focus=False):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._prepare()
-        return super().render_lines(crop)
+        framing = self._framing()
+        if framing is None:
+            return super().render_lines(crop)
+        return self._framed_lines(crop, framing)
+
+    def _framing(self) -> _Framing | None:
+        """How Textual would frame each line of this pane: its padding, background and line
+        filters, when that is all it would do (no border, outline, tint, opacity or hatch:
+        this pane's own CSS); else None, and Textual frames them itself."""
+        styles = self.styles
+        top, right, bottom, left = styles.padding
+        width, height = self.region.size
+        content = self.content_region.size
+        if (
+            any(edge for edge, _ in styles.border)
+            or any(edge for edge, _ in styles.outline)
+            or styles.tint.a
+            or self.opacity != 1.0
+            or styles.text_opacity != 1.0
+            or (styles.has_rule("hatch") and styles.hatch != "none")
+            or content.width != width - left - right
+            or content.height != height - top - bottom
+        ):
+            return None
+        base_background, background = self.background_colors
+        inner = Style(background=base_background + background).rich_style
+        filters = tuple(self.get_line_filters())
+        return _Framing(width, height, content.width, (top, right, bottom, left), inner, background, filters)
+
+    def _framed_lines(self, crop: Region, framing: _Framing) -> list[Strip]:
+        """The lines in `crop`, each framed as Textual's styles cache would frame it, but
+        kept per line of the document: when the view moves (every frame the view follows
+        a streaming answer), the lines it already showed cost a lookup, not a new frame
+        and a colour filter each (Textual keeps its framed lines per row of the screen)."""
+        if framing != self._framed_with or len(self._framed) > FRAMED_KEPT:
+            self._framed.clear()
+            self._framed_with = framing
+        top, _, bottom, _ = framing.padding
+        first = round(self.scroll_y) - self._lift - top  # the document's line at row 0
+        strips: list[Strip] = []
+        for y in crop.line_range:
+            if y < top or y >= framing.height - bottom:
+                strips.append(framing.padding_row)
+                continue
+            document_y = first + y
+            line = self._drawn_line(document_y)
+            kept = self._framed.get(document_y)
+            if kept is not None and kept[0] is line:
+                strip = kept[1]
+            elif kept is not None and kept[0] == line:  # drawn again the same (a live tail's first lines)
+                strip = kept[1]
+                self._framed[document_y] = (line, strip)
+            else:
+                strip = framing.frame(line if document_y < 0 else line.apply_offsets(0, document_y))
+                self._framed[document_y] = (line, strip)
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, framing.width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return self._styled_links(strips)
+
+    def _styled_links(self, strips: list[Strip]) -> list[Strip]:
+        """The link under the mouse in its hover style, as Textual's own rendering does."""
+        hover = self.hover_style
+        if not (self.auto_links and hover._link_id and hover._meta and "@click" in hover.meta):
+            return strips
+        style = self.link_style_hover
+        return [strip.style_links(hover.link_id, style) for strip in strips] if style else strips
 
     @property
     def _lift(self) -> int:
@@ -492,14 +605,22 @@ class Conversation(ScrollView, can_focus=False):
         return max(0, self.scrollable_content_region.height - self._height)
 
     def render_line(self, y: int) -> Strip:
-        document_y = round(self.scroll_y) + y - self._lift
+        return self._document_line(round(self.scroll_y) - self._lift + y)
+
+    def _document_line(self, document_y: int) -> Strip:
+        strip = self._drawn_line(document_y)
+        return strip if document_y < 0 else strip.apply_offsets(0, document_y)
+
+    def _drawn_line(self, document_y: int) -> Strip:
+        """Line `document_y` as drawn, selection included, before the mouse offsets that
+        tie it to its place (a blank line's strip is shared by many places)."""
         if document_y < 0:
             return self._blank()
         strip = self._line(document_y)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(document_y)) is not None:
             strip = self._highlight(strip, *span)
-        return strip.apply_offsets(0, document_y)
+        return strip
 
     def _line(self, y: int) -> Strip:
         found = self._block_at(y)
