@@ -334,7 +334,7 @@ class LiveBlock:
     margin = 1
 
     CHUNK = 4_000
-    BUDGET = 0.015
+    BUDGET = 0.008
     """An `update` takes text in `CHUNK` characters at a time for at most `BUDGET` seconds:
     a burst is drawn over several frames, with keys and the screen served between them,
     rather than in one long stall."""

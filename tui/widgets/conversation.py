@@ -117,6 +117,7 @@ class Conversation(ScrollView, can_focus=False):
         height: 1fr;
         padding: 0 1;
         scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
         overflow-x: hidden;
     }
     Conversation > .conversation--user { background: $boost; }
@@ -156,6 +157,8 @@ class Conversation(ScrollView, can_focus=False):
         self._framed: dict[int, tuple[Strip, Strip]] = {}
         """Per line of the document: the line as drawn and as framed in its place (`_framed_lines`)."""
         self._framed_with: _Framing | None = None
+        self._finishing = False
+        """`finish_live` is taking in the rest of a burst: the screen's drawing does not too."""
         self._look: tuple[object, ...] = ()
         """The colours the blocks were drawn in: a new theme draws them again."""
 
@@ -269,14 +272,18 @@ class Conversation(ScrollView, can_focus=False):
         live = self.live
         same = live is not None and self._width > 0 and self.is_attached and live.streamed(text)
         if live is not None and same:
-            while live.behind():  # what is left of a burst, a slice at a time, drawn now and then
-                if self._in_burst(live):
-                    live.take_in()
-                else:
-                    live.update(self._width, self._painter)
-                    self._relayout()
-                    self._last_frame = time.monotonic()
-                await asyncio.sleep(0)  # keys and the screen go first
+            self._finishing = True  # the screen's own drawing leaves the live message to this loop
+            try:
+                while live.behind():  # what is left of a burst, a slice at a time, drawn now and then
+                    if self._in_burst(live):
+                        live.take_in()
+                    else:
+                        live.update(self._width, self._painter)
+                        self._relayout()
+                        self._last_frame = time.monotonic()
+                    await asyncio.sleep(0)  # keys and the screen go first
+            finally:
+                self._finishing = False
         self.live = None
         position = self._blocks.index(live) if live is not None else len(self._blocks)
         if live is not None:
@@ -518,7 +525,7 @@ class Conversation(ScrollView, can_focus=False):
         if width != self._width:
             self._reflow(width)
         live = self.live
-        if live is not None and live.dirty and self._frame is None:
+        if live is not None and live.dirty and self._frame is None and not self._finishing:
             live.update(width, self._painter)
             self._relayout()
         self._draw_near_view()
