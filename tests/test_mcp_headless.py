@@ -100,7 +100,9 @@ def test_project_servers_need_allow_project_mcp(workspace: Path, tmp_path: Path,
 
 def test_a_server_talking_garbage_is_one_line_and_nothing_of_its_output(workspace: Path, tmp_path: Path) -> None:
     """Its stdout is not JSON-RPC: the SDK's complaint (with the line in it) stays out of stderr."""
-    garbage = "import sys, time; print('\\x1b[2J not json'); sys.stdout.flush(); time.sleep(5)"
+    # It exits a second after its garbage and the run ends at that exit: a longer life
+    # would only make the test wait longer.
+    garbage = "import sys, time; print('\\x1b[2J not json'); sys.stdout.flush(); time.sleep(1)"
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"bad": {"command": sys.executable, "args": ["-c", garbage]}}}))
     result, stderr = run(workspace, tmp_path, ["done"], "--mcp-config", str(config))

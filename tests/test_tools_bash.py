@@ -121,8 +121,10 @@ async def test_timeout_kills_and_reports_output_so_far(ctx: ToolContext, workspa
     assert await wait_for(lambda: not alive(child))
 
 
-async def test_timeout_escalates_to_sigkill(ctx: ToolContext, workspace: Path) -> None:
+async def test_timeout_escalates_to_sigkill(ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The shell and its child ignore SIGTERM; only the SIGKILL after the grace ends them.
+    # A short grace: the 2 s one would be waited out in full, testing nothing more.
+    monkeypatch.setattr(bash, "_KILL_GRACE", 0.2)
     command = "trap '' TERM; sleep 60 & echo $! > child.pid; echo $$ > shell.pid; wait"
     result = await run({"command": command, "timeout": 1}, ctx)
     assert "timed out after 1 s" in result.output
