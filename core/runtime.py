@@ -103,6 +103,9 @@ def create_model(
 
 STREAM_SLICE = 0.008
 """Seconds of a streamed response's parsing after which the event loop gets a turn."""
+STREAM_REST = 0.002
+"""How long that turn lasts at least: when nothing else waits, the process rests (the
+interpreter lock free for the terminal's input and output threads)."""
 
 
 @dataclass
@@ -145,7 +148,7 @@ class LazyModel:
         async for item in self.get().stream(messages, tools, max_tokens=max_tokens):
             yield item
             if time.monotonic() - paused > STREAM_SLICE:
-                await asyncio.sleep(0)
+                await asyncio.sleep(STREAM_REST)
                 paused = time.monotonic()
 
 
