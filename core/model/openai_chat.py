@@ -1,8 +1,9 @@
 """`OpenAIChatModel`: the chat-completions API over real HTTP, streamed.
 
 The only module that imports `openai` (and it is itself imported lazily). It turns the
-SDK's chunks into text deltas plus one `ModelResponse`, tolerating what OpenAI-compatible
-servers really send, and turns every SDK failure into a one-line `ModelError`.
+streamed chunks (read as plain JSON) into text deltas plus one `ModelResponse`, tolerating
+what OpenAI-compatible servers really send, and turns every SDK failure into a one-line
+`ModelError`.
 """
 
 from __future__ import annotations
@@ -342,10 +343,9 @@ class _Assembler:
         return valid_text(text)
 
     def _add(self, piece: dict[str, Any]) -> None:
-        index = piece.get("index")  # some servers omit it on single calls
-        index = index if isinstance(index, int) else None
-        piece_id = piece.get("id") if isinstance(piece.get("id"), str) else None
-        piece_id = piece_id or None
+        index, piece_id = piece.get("index"), piece.get("id")
+        index = index if isinstance(index, int) else None  # some servers omit it on single calls
+        piece_id = piece_id if isinstance(piece_id, str) and piece_id else None
         call = self.by_index.get(index) if index is not None else (self.calls[-1] if self.calls else None)
         if call is None or (piece_id and call.id and piece_id != call.id):
             # A new id at a known index is a new call: some servers put every parallel call at 0.

@@ -96,6 +96,11 @@ class _Framing:
         return strip
 
 
+def _placed(line: Strip, document_y: int) -> Strip:
+    """`line` with the mouse offsets of its place in the document (the blank above has none)."""
+    return line if document_y < 0 else line.apply_offsets(0, document_y)
+
+
 class Conversation(ScrollView, can_focus=False):
     """The scrollable conversation.
 
@@ -574,6 +579,7 @@ class Conversation(ScrollView, can_focus=False):
         if framing != self._framed_with or len(self._framed) > FRAMED_KEPT:
             self._framed.clear()
             self._framed_with = framing
+        framing = self._framed_with  # the kept one: its padding row is made once
         top, _, bottom, _ = framing.padding
         first = round(self.scroll_y) - self._lift - top  # the document's line at row 0
         strips: list[Strip] = []
@@ -590,7 +596,7 @@ class Conversation(ScrollView, can_focus=False):
                 strip = kept[1]
                 self._framed[document_y] = (line, strip)
             else:
-                strip = framing.frame(line if document_y < 0 else line.apply_offsets(0, document_y))
+                strip = framing.frame(_placed(line, document_y))
                 self._framed[document_y] = (line, strip)
             strips.append(strip)
         x1, x2 = crop.column_span
@@ -612,11 +618,8 @@ class Conversation(ScrollView, can_focus=False):
         return max(0, self.scrollable_content_region.height - self._height)
 
     def render_line(self, y: int) -> Strip:
-        return self._document_line(round(self.scroll_y) - self._lift + y)
-
-    def _document_line(self, document_y: int) -> Strip:
-        strip = self._drawn_line(document_y)
-        return strip if document_y < 0 else strip.apply_offsets(0, document_y)
+        document_y = round(self.scroll_y) - self._lift + y
+        return _placed(self._drawn_line(document_y), document_y)
 
     def _drawn_line(self, document_y: int) -> Strip:
         """Line `document_y` as drawn, selection included, before the mouse offsets that
