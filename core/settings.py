@@ -4,6 +4,8 @@ Precedence, highest first: command-line flags, environment variables, the projec
 `.todo-agent/settings.toml`, the user file `<config dir>/todo-agent/settings.toml`, defaults.
 `[permissions]` lists add up across the two files instead of replacing each other.
 
+Every settings file is read as a file a repository brought (`core/repo_files.py`): a
+regular file of at most `MAX_SETTINGS_BYTES`, nested at most `MAX_NESTING` brackets deep.
 A file's deny rules are never dropped quietly. A file that cannot be read as TOML, or
 whose `[permissions]` table is wrong in any way, stops the program with its path, line
 and problem (`SettingsError`): running on without the rules it may hold would be running
@@ -12,9 +14,10 @@ value of the wrong type, one bad `[[hooks.*]]` entry) is refused on its own with
 warning that names it, and the rest of the file applies.
 
 A project file arrives with a cloned repository, so it is trusted less: it cannot set
-`permission_mode = "bypassPermissions"`, `base_url`, `api_key_env` or a `script:` model
-(each ignored with a warning: the middle two could send the user's key to a server the
-repository chose, and a script makes whatever tool calls its file says), and
+`permission_mode = "bypassPermissions"`, `base_url`, `api_key_env`, a `script:` model or
+`task_list` (each ignored with a warning: the middle two could send the user's key to a
+server the repository chose, a script makes whatever tool calls its file says, and a shared
+list may hold another project's plan), and
 the allow rules it brings still apply but are listed at start-up (`Runtime.startup_notices`).
 
 Hooks add up across the two files too, and each keeps the file it came from: the
@@ -43,9 +46,11 @@ from .mcp.config import (
     read_mcp_json,
     servers_from_table,
     usable_servers,
+    withhold,
 )
 from .permissions.modes import MODES, PermissionMode
 from .places import user_config_dir
+from .repo_files import RepoFileError, load_toml, read_repo_text
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -81,6 +86,10 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
 }
 
 
+MAX_SETTINGS_BYTES = 1_000_000
+"""A settings file past this is refused (exit 2): a repository's file may be endless."""
+
+
 class SettingsError(Exception):
     pass
 
@@ -105,15 +114,14 @@ def read_settings_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """Parse and validate one file: its usable settings, and a warning per setting or hook
     entry refused. Raises SettingsError (path, line) for what would lose deny rules."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: cannot read ({exc})") from exc
-    try:
-        data = tomllib.loads(text)
+        text = read_repo_text(path, MAX_SETTINGS_BYTES)
+        data = {} if text is None else load_toml(text)
+    except RepoFileError as exc:
+        raise SettingsError(f"{path}: cannot be used: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
+    if text is None:
+        return {}, []
     warnings: list[str] = []
     for key, value in list(data.items()):
         if key == "permissions":
@@ -368,7 +376,8 @@ def _mcp_servers(
         from_json = read_mcp_json(workspace / MCP_JSON, "mcp.json", env)
     except McpConfigError as exc:
         config.warnings.append(f"MCP servers ignored: {exc}")
-    return merge(flagged, servers.get("project", []), from_json, servers.get("user", []))
+    merged = merge(flagged, servers.get("project", []), from_json, servers.get("user", []), notices=config.warnings)
+    return withhold(merged, config.api_key_env, env, config.warnings)
 
 
 def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any]) -> None:
@@ -396,6 +405,14 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
         config.warnings.append(
             f"{path}: 'allow_project_mcp' ignored: a project cannot trust its own MCP servers "
             "(set it in the user settings file, or pass --allow-project-mcp)"
+        )
+    if "task_list" in data:
+        # A shared list may hold another project's confidential plan: joining one is the
+        # person's choice (a flag, the environment, the user file), never a repository's.
+        del data["task_list"]
+        config.warnings.append(
+            f"{path}: 'task_list' ignored: a project file cannot choose the shared task list "
+            "(use --task-list, TODO_AGENT_TASK_LIST or the user settings file)"
         )
     for key in ("base_url", "api_key_env"):
         # Pointing the client elsewhere, or at another variable, could send the user's key

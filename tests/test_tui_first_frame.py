@@ -152,6 +152,7 @@ def test_the_first_frame_is_drawn_before_the_agent_core_is_imported(tmp_path: Pa
     assert "todo_agent.tui.app" in modules  # the probe ran in the app
     assert "todo_agent.core.runtime" not in modules
     assert "todo_agent.tui.screens.main" not in modules
+    assert "todo_agent.core.permissions.shell" not in modules  # the shell reader: ~10 ms, not needed yet
     assert not [m for m in modules if m.startswith("openai")]
 
 

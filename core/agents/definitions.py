@@ -2,7 +2,8 @@
 
 An agent file is Markdown with front matter (Claude Code's format, so its files carry over):
 `name`, `description`, `tools` (a list or comma-separated; absent: every tool), `model`
-(absent or `inherit`: the main agent's); the body is the system prompt. They are read from,
+(absent, `inherit` or one of Claude Code's aliases `sonnet`, `opus`, `haiku`: the session's
+model; any other name is asked of the same server); the body is the system prompt. They are read from,
 first found wins: the project's `.todo-agent/agents/*.md` and `.claude/agents/*.md`, then the
 user's `<config dir>/todo-agent/agents/*.md` and `~/.claude/agents/*.md`.
 
@@ -21,15 +22,21 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..repo_files import RepoFileError, read_repo_text
 from .frontmatter import FrontMatterError, Value, split
 
 _PKG = "todo_agent.core.agents"
 READ_ONLY_TOOLS = ("Read", "Glob", "Grep")
 TASK_TOOLS = ("TaskCreate", "TaskUpdate", "TaskList", "TaskGet")
+SESSION_MODEL = ("inherit", "sonnet", "opus", "haiku")
+"""`model` values that mean the session's model: Claude Code's aliases name its models, which
+an OpenAI-compatible server does not serve (sent as names, they fail with 404)."""
 IGNORED_KEYS = ("permissionMode", "hooks")
 """Front-matter keys that would widen what a sub-agent may do: never applied."""
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 MAX_PROMPT_CHARS = 20_000
+MAX_FILE_BYTES = 256_000
+"""An agent file past this is ignored with a warning (as a command file is)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class AgentType:
     tools: tuple[str, ...] | None = None
     """The tools it may use besides the task tools; None: all the main agent has (but Agent)."""
     model: str | None = None
-    """None: the main agent's model."""
+    """None: the session's model."""
     source: str = "built-in"
     """`built-in`, or the file it came from."""
 
@@ -79,7 +86,8 @@ def load_types(workspace: Path, user_config: Path, home: Path) -> tuple[dict[str
     warnings: list[str] = []
     for directory, project in agent_dirs(workspace, user_config, home):
         try:
-            files = sorted(p for p in directory.glob("*.md") if p.is_file())
+            # Not only regular files: a FIFO or a link to a device is refused with a notice.
+            files = sorted(p for p in directory.glob("*.md") if not p.is_dir())
         except OSError:
             continue
         for path in files:
@@ -97,9 +105,11 @@ def load_types(workspace: Path, user_config: Path, home: Path) -> tuple[dict[str
 
 def read_agent_file(path: Path, *, project: bool) -> tuple[AgentType | None, list[str]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [f"{path}: cannot read this agent file ({exc}); ignored"]
+        text = read_repo_text(path, MAX_FILE_BYTES)
+    except RepoFileError as exc:
+        return None, [f"{path}: this agent file cannot be used: {exc}; ignored"]
+    if text is None:  # removed since the directory was listed
+        return None, []
     try:
         keys, body = split(text)
     except FrontMatterError as exc:
@@ -114,7 +124,7 @@ def read_agent_file(path: Path, *, project: bool) -> tuple[AgentType | None, lis
     if not body:
         return None, [*warnings, f"{path}: the file has no system prompt (its body is empty); ignored"]
     model = _text(keys.get("model")).strip() or None
-    if model in ("inherit",):
+    if model is not None and model.lower() in SESSION_MODEL:
         model = None
     if model is not None and model.startswith("script:"):
         warnings.append(f"{path}: a script: model ignored (use --model)")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..repo_files import RepoFileError, read_repo_file
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 MAX_INSTRUCTION_CHARS = 40_000
@@ -17,10 +21,24 @@ against the project root. Keep answers short and concrete; show what you changed
 
 
 @dataclass(frozen=True)
+class Instructions:
+    """One instruction file as it was read (at start-up: the session keeps that text)."""
+
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True)
 class SystemContext:
     prompt: str
-    loaded: tuple[Path, ...]
+    instructions: tuple[Instructions, ...]
     date: str
+    warnings: tuple[str, ...] = ()
+    """Instruction files that could not be used (a FIFO, a link to a device, not a file)."""
+
+    @property
+    def loaded(self) -> tuple[Path, ...]:
+        return tuple(found.path for found in self.instructions)
 
 
 def find_instruction_files(workspace: Path) -> list[Path]:
@@ -28,7 +46,8 @@ def find_instruction_files(workspace: Path) -> list[Path]:
 
     The walk stops at the first directory holding `.git` (the repository root); outside
     a repository only the working directory itself is read. Outer files come first so
-    that the more specific, inner instructions are read last.
+    that the more specific, inner instructions are read last. Whatever is there but a
+    directory is listed: `read_instructions` refuses what is not a regular file.
     """
     start = workspace.resolve()
     chain = [start]
@@ -41,24 +60,52 @@ def find_instruction_files(workspace: Path) -> list[Path]:
             chain = [start]
     found: list[Path] = []
     for directory in reversed(chain):
-        found.extend(directory / name for name in INSTRUCTION_FILES if (directory / name).is_file())
+        found.extend(
+            path
+            for path in (directory / name for name in INSTRUCTION_FILES)
+            if os.path.lexists(path) and not path.is_dir()
+        )
     return found
 
 
-def build_system_context(workspace: Path, task_line: str, today: dt.date | None = None) -> SystemContext:
-    date = (today or dt.date.today()).isoformat()
-    parts = [BASE_PROMPT.format(workspace=workspace, task_line=task_line).rstrip(), f"Today's date is {date}."]
-    loaded: list[Path] = []
+def read_instructions(workspace: Path) -> tuple[list[Instructions], list[str]]:
+    """The instruction files' texts (each cut at MAX_INSTRUCTION_CHARS), and a warning per
+    file skipped. Blocking: read once, off the event loop (`core/repo_files.py`)."""
+    found: list[Instructions] = []
+    warnings: list[str] = []
     for path in find_instruction_files(workspace):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            read = read_repo_file(path, MAX_INSTRUCTION_CHARS * 4, cut=True)
+            if read is None:  # gone since the look
+                continue
+            text = read.text(errors="replace")
+        except RepoFileError as exc:
+            warnings.append(f"{path}: instructions not used: {exc}")
             continue
-        if len(text) > MAX_INSTRUCTION_CHARS:
+        if read.cut or len(text) > MAX_INSTRUCTION_CHARS:
             text = text[:MAX_INSTRUCTION_CHARS] + "\n… (truncated)"
-        loaded.append(path)
-        parts.append(f"Instructions from {path}:\n<instructions>\n{text.strip()}\n</instructions>")
-    return SystemContext("\n\n".join(parts), tuple(loaded), date)
+        found.append(Instructions(path, text))
+    return found, warnings
+
+
+def build_system_context(
+    workspace: Path,
+    task_line: str,
+    today: dt.date | None = None,
+    *,
+    instructions: Sequence[Instructions] | None = None,
+) -> SystemContext:
+    """The system prompt; the instruction files are read (blocking) unless `instructions`
+    gives them as read before (a sub-agent gets the text its session started with)."""
+    warnings: list[str] = []
+    if instructions is None:
+        read, warnings = read_instructions(workspace)
+        instructions = read
+    date = (today or dt.date.today()).isoformat()
+    parts = [BASE_PROMPT.format(workspace=workspace, task_line=task_line).rstrip(), f"Today's date is {date}."]
+    for found in instructions:
+        parts.append(f"Instructions from {found.path}:\n<instructions>\n{found.text.strip()}\n</instructions>")
+    return SystemContext("\n\n".join(parts), tuple(instructions), date, tuple(warnings))
 
 
 def describe_loaded(context: SystemContext, workspace: Path) -> str:

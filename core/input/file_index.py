@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tools.ignores import IgnoreRules
+from ..repo_files import RepoFileError, read_repo_file
+from ..tools.ignores import MAX_IGNORE_BYTES, IgnoreRules
 from ..tools.walk import SKIP_DIRS
 
 MAX_FILES = 300_000
@@ -63,6 +64,8 @@ class Listing:
     partial: bool = False
     source: str = "walk"
     """`git` or `walk`: how the files were found."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Ignore files not used (path → why: not a regular file, too big)."""
 
 
 # --- listing ------------------------------------------------------------------------
@@ -96,9 +99,19 @@ def _git_files(root: Path) -> list[str] | None:
     return [os.fsdecode(raw) for raw in dict.fromkeys(listed.stdout.split(b"\0")) if raw]
 
 
-def _walk_files(root: Path) -> Iterator[str]:
+def _git_may_read(root: Path) -> bool:
+    """Whether the ignore files git reads first are ones it can read without hanging: git
+    opens a FIFO `.gitignore` and waits for ever (then the walk, which skips it, lists)."""
+    for path in (root / ".gitignore", root / ".git" / "info" / "exclude"):
+        try:
+            read_repo_file(path, MAX_IGNORE_BYTES)
+        except RepoFileError:
+            return path.is_dir()  # a folder of that name git passes over
+    return True
+
+
+def _walk_files(root: Path, ignores: IgnoreRules) -> Iterator[str]:
     """Relative posix paths of the files below `root`, skipping what an ignore file excludes."""
-    ignores = IgnoreRules(require_git=False)
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             name
@@ -116,9 +129,10 @@ def _walk_files(root: Path) -> Iterator[str]:
 
 def list_workspace(root: Path, limit: int = MAX_FILES) -> Listing:
     """The files of the workspace with their modification times (blocking: run it in a thread)."""
-    listed = _git_files(root)
+    listed = _git_files(root) if _git_may_read(root) else None
     source = "git" if listed is not None else "walk"
-    paths = iter(listed) if listed is not None else _walk_files(root)
+    ignores = IgnoreRules(require_git=False)
+    paths = iter(listed) if listed is not None else _walk_files(root, ignores)
     files: dict[str, float] = {}
     partial = False
     for relative in paths:
@@ -130,7 +144,7 @@ def list_workspace(root: Path, limit: int = MAX_FILES) -> Listing:
             files[relative.replace(os.sep, "/")] = os.stat(root / relative).st_mtime
         except (OSError, ValueError):
             continue
-    return Listing(files, partial, source)
+    return Listing(files, partial, source, dict(ignores.skipped))
 
 
 # --- ranking --------------------------------------------------------------------------
@@ -154,6 +168,7 @@ class Snapshot:
     """The path as shown (case kept, `/` after a folder), by entry."""
     partial: bool
     built: float = field(default_factory=time.monotonic)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, listing: Listing, now: float | None = None) -> Snapshot:
@@ -181,7 +196,7 @@ class Snapshot:
             lines.append("/" + key)
             shown.append(path)
             at += len(key) + 2
-        return cls("\n" + "\n".join(lines) + "\n", starts, shown, listing.partial)
+        return cls("\n" + "\n".join(lines) + "\n", starts, shown, listing.partial, skipped=listing.skipped)
 
 
 def _char_class(*chars: str) -> str:
@@ -289,6 +304,13 @@ class FileIndex:
     @property
     def partial(self) -> bool:
         return self._snapshot is not None and self._snapshot.partial
+
+    def notices(self) -> list[str]:
+        """What the latest listing could not honour: ignore files skipped, one line each."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return []
+        return [f"{path}: ignore file not used: {why}" for path, why in snapshot.skipped.items()]
 
     def mark_stale(self) -> None:
         """Files may have changed (a turn ended, a command ran): rebuild at the next `refresh`."""

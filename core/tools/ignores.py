@@ -13,7 +13,9 @@ Precedence is ripgrep's: a match in any `.rgignore` beats one in any `.ignore`, 
 beats `.gitignore`, then `.git/info/exclude`, then the global file; within one kind the
 deepest file wins, and within a file the last matching line (so `!pattern` re-includes).
 A directory that is ignored is not entered. Not read: a `core.excludesFile` set in git's
-config (the default location above is).
+config (the default location above is). An ignore file is read as any file a repository
+brought (`core/repo_files.py`): one that is not a regular file, or is past `MAX_IGNORE_BYTES`,
+is skipped and named in `IgnoreRules.skipped`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pathlib import Path
 
 import pathspec
 from pathspec.pattern import RegexPattern
+
+from ..repo_files import RepoFileError, read_repo_file
 
 Rules = list[RegexPattern]
 """One ignore file's lines, compiled (blank lines and comments included, as no-ops)."""
@@ -43,12 +47,23 @@ class _Level:
     has_git: bool
 
 
-def _read_spec(path: str) -> Rules | None:
+MAX_IGNORE_BYTES = 1_000_000
+"""An ignore file past this is skipped (as one that is not a regular file): see `core/repo_files.py`."""
+
+
+def _read_spec(path: str, skipped: dict[str, str]) -> Rules | None:
+    """The file's rules; None when there is none, or it cannot be used (then `skipped`
+    says why: a FIFO or a link to `/dev/zero` in a cloned repository must not hang the walk)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read().splitlines()
-    except OSError:  # absent, unreadable, or a directory: no rules
+        found = read_repo_file(Path(path), MAX_IGNORE_BYTES)
+    except RepoFileError as exc:
+        if os.path.isdir(path):  # a folder named `.ignore` is no ignore file, and no news
+            return None
+        skipped[path] = str(exc)
         return None
+    if found is None:
+        return None
+    lines = found.text(errors="replace").splitlines()
     return [p for p in pathspec.GitIgnoreSpec.from_lines(lines).patterns if isinstance(p, RegexPattern)]
 
 
@@ -57,10 +72,11 @@ def _global_gitignore() -> str:
     return os.path.join(config, "git", "ignore")
 
 
-def _level(directory: str) -> _Level:
-    specs = {kind: spec for kind in KINDS if (spec := _read_spec(os.path.join(directory, kind))) is not None}
+def _level(directory: str, skipped: dict[str, str]) -> _Level:
+    specs = {kind: spec for kind in KINDS if (spec := _read_spec(os.path.join(directory, kind), skipped)) is not None}
     has_git = os.path.exists(os.path.join(directory, ".git"))
-    if has_git and (exclude := _read_spec(os.path.join(directory, ".git", "info", "exclude"))) is not None:
+    exclude = _read_spec(os.path.join(directory, ".git", "info", "exclude"), skipped) if has_git else None
+    if exclude is not None:
         specs["exclude"] = exclude
     return _Level(directory, specs, has_git)
 
@@ -75,7 +91,9 @@ class IgnoreRules:
 
     def __init__(self, *, require_git: bool = True) -> None:
         self._levels: dict[str, _Level] = {}
-        self._global = _read_spec(_global_gitignore())
+        self.skipped: dict[str, str] = {}
+        """Ignore files not used (path → why): their rules do not apply."""
+        self._global = _read_spec(_global_gitignore(), self.skipped)
         self._require_git = require_git
 
     def ignored(self, path: str | Path, *, is_dir: bool) -> bool:
@@ -90,7 +108,7 @@ class IgnoreRules:
         while True:
             level = self._levels.get(current)
             if level is None:
-                level = self._levels[current] = _level(current)
+                level = self._levels[current] = _level(current, self.skipped)
             chain.append(level)
             parent = os.path.dirname(current)
             if parent == current:
@@ -140,3 +158,17 @@ def _matches_itself(pattern: RegexPattern, relative: str) -> bool:
         return found.end("ps_d") == len(relative)  # not just an ancestor directory of it
     # `dir/**` is everything inside `dir`, not `dir` itself.
     return not (relative.endswith("/") and found.end() == len(relative))
+
+
+def unreadable_ignore_files(target: Path) -> dict[str, str]:
+    """The ignore files around a search of `target` (in its folder and every folder above
+    it) that cannot be read safely, path → why. Blocking (a few stat calls per level)."""
+    skipped: dict[str, str] = {}
+    directory = os.path.abspath(target if target.is_dir() else target.parent)
+    while True:
+        for name in (*KINDS, os.path.join(".git", "info", "exclude")):
+            _read_spec(os.path.join(directory, name), skipped)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return skipped
+        directory = parent

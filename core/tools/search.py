@@ -37,6 +37,7 @@ from .arguments import Arguments, OptionalPath, Text
 from .base import declare, short
 from .context import ToolContext
 from .fs import display_path, printable
+from .ignores import unreadable_ignore_files
 from .results import ToolError
 from .walk import MAX_MATCH_CHARS, SKIP_DIRS, find_files, glob_regex, search_boundary, within
 
@@ -238,26 +239,32 @@ async def _grep(args: GrepArgs, ctx: ToolContext) -> str:
         return within(path, boundary) and not ctx.read_denied(path)
 
     matches = _Matches(show, keep)
-    run = await _search_process(_rg_argv(rg, pattern, target, file_glob), matches) if rg else _Run(None)
+    # ripgrep opens each ignore file it meets and would wait on a FIFO for ever: where one
+    # of those around the search cannot be read safely, the Python walk (which skips it) searches.
+    skipped = await asyncio.to_thread(unreadable_ignore_files, target)
+    run = _Run(None)
+    if rg is not None and not skipped:
+        run = await _search_process(_rg_argv(rg, pattern, target, file_glob), matches)
     # Exit 2 with no rows: rg could not run this search (a regex its engine rejects).
     if run.code is None or (run.code == 2 and run.seen == 0 and not run.timed_out):
         matches = _Matches(show, keep)
         run = await _search_process(_worker_argv(pattern, target, file_glob, boundary), matches)
+    notes = "".join(f"\n(ignore file {display_path(Path(p), ctx)} not used: {why})" for p, why in skipped.items())
     if run.timed_out:
         found = f"{len(matches.rows)} match(es) so far" if matches.rows else "no matches so far"
         stop = (
             f"… (the search stopped after {SEARCH_TIMEOUT:g} s with {found}: simplify the pattern or narrow the path)"
         )
-        return printable("\n".join([*matches.rows, stop]))
+        return printable("\n".join([*matches.rows, stop]) + notes)
     if not matches.rows:
-        return "No matches found"
+        return "No matches found" + notes
     text = "\n".join(matches.rows)
     if matches.capped:
         text += (
             f"\n… (showing the first {len(matches.rows)} matches; there are more. "
             "Use a narrower pattern, path or glob.)"
         )
-    return printable(text)
+    return printable(text + notes)
 
 
 # `glob` only filters file names below `path`: not a path of its own.

@@ -120,6 +120,8 @@ class MainScreen(Screen[None]):
         self._started = 0.0
         """When the latest turn (or `!` command) started: a long one's end is worth a bell."""
         self._queued: list[str] = []
+        self._index_notices: set[str] = set()
+        """Ignore-file notices of the `@` listing already shown."""
         self.tasks_seen = ""
         """The task list as last shown to the person (panel or conversation), rendered."""
         self._events = [0, 0]
@@ -197,11 +199,19 @@ class MainScreen(Screen[None]):
                 return
             with contextlib.suppress(RuntimeError):  # closed between the look and the call
                 app.call_from_thread(box.files_changed)
+                app.call_from_thread(self._show_index_notices)
 
         runtime.file_index.on_rebuilt = rebuilt
 
     def on_unmount(self) -> None:
         self.runtime.file_index.on_rebuilt = None  # a listing that lands later has no list to update
+
+    def _show_index_notices(self) -> None:
+        """An ignore file the listing could not use (a FIFO, a link to a device): said once."""
+        for text in self.runtime.file_index.notices():
+            if text not in self._index_notices:
+                self._index_notices.add(text)
+                self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
 
     def custom_slash_commands(self) -> list[SlashCommand]:
         commands = self.runtime.custom_commands().commands.values()
@@ -342,7 +352,8 @@ class MainScreen(Screen[None]):
             self._ask_mcp_trust()
             return
         path = project_settings_path(self.runtime.config.workspace)
-        self.app.push_screen(HookTrustScreen(waiting, path), callback=self._hook_trust_answered)
+        screen = HookTrustScreen(waiting, path, code=self.runtime.hook_code.lines)
+        self.app.push_screen(screen, callback=self._hook_trust_answered)
 
     async def _hook_trust_answered(self, accepted: bool | None) -> None:
         if accepted:
@@ -581,7 +592,9 @@ class MainScreen(Screen[None]):
             await self.conversation.add(UserEntry(text))
             await self.run_slash(text)
             return
-        custom = text.split(maxsplit=1)[0] in self.runtime.custom_commands().commands if text.strip() else False
+        custom = False
+        if looks_like_command(text):  # read in a thread: a command file made a moment ago counts
+            custom = text.split(maxsplit=1)[0] in (await self.runtime.fresh_custom_commands()).commands
         if looks_like_command(text) and not custom:
             await self.conversation.add(UserEntry(text))
             await self.conversation.add(NoticeEntry(f"Unknown command {text.strip()}; /help lists them.", "warning"))
