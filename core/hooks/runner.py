@@ -34,8 +34,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -217,6 +217,10 @@ class HookRunner:
     env: Mapping[str, str] = field(default_factory=dict)
     common: Callable[[], dict[str, Any]] = field(default=dict)
     """Fields every input carries that change over time (session id, permission mode)."""
+    vet: Callable[[list[HookSpec]], Awaitable[tuple[list[HookSpec], list[Event]]]] | None = None
+    # (`core/hooks/code.py` makes the one the runtime uses)
+    """Asked before each run: which of the matching hooks may run now, and what to tell
+    the person (a project hook whose script changed since it was accepted does not run)."""
 
     def matching(self, event: HookEvent, target: str | tuple[str, ...] | None = None) -> list[HookSpec]:
         """The specs of `event` whose matcher matches `target` (any of several: a task's
@@ -232,8 +236,12 @@ class HookRunner:
     ) -> HookOutcome:
         """Run every matching hook of `event` concurrently. Cancelling kills them all."""
         specs = self.matching(event, target)
+        said: list[Event] = []
+        if specs and self.vet is not None:
+            specs, said = await self.vet(specs)
         if not specs:
-            return HookOutcome()
+            return HookOutcome(events=tuple(said))
         data = json.dumps(self.payload(event, fields), ensure_ascii=False, default=str).encode()
         runs = await asyncio.gather(*(run_hook(spec, data, self.workspace, self.env) for spec in specs))
-        return fold(event, runs)
+        outcome = fold(event, runs)
+        return replace(outcome, events=(*said, *outcome.events)) if said else outcome

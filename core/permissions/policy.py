@@ -24,7 +24,8 @@ Decision order for one tool call:
 6. a write to a file that decides what runs, what is allowed or which hooks are trusted →
    ask, whatever `acceptEdits` or allow rules say: any `.todo-agent/` folder, any `.git/`
    directory (hooks, `core.fsmonitor`), the user settings directory and todo-agent's
-   data directory (both reachable when the workspace is `$HOME`);
+   data directory (both reachable when the workspace is `$HOME`), and the workspace code
+   an accepted project server or hook runs (`protected_code`);
 7. a path outside the workspace → ask (unless an allow rule matches; relative rules only
    match inside the workspace, so only an absolute rule like `Read(/etc/**)` can);
 8. a matching `allow` rule (settings or "don't ask again") → allow. Allow rules are the
@@ -47,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -97,14 +98,16 @@ class PermissionPolicy:
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
     session_allow: list[Rule] = field(default_factory=list)
-    turn_allow: list[Rule] = field(default_factory=list)
-    """Allowed for the running turn only (a custom command's `allowed-tools`); cleared when it ends."""
     bypass_in_cycle: bool = False
     """Whether cycling (shift+tab, a bare /mode) may reach bypassPermissions: only for a
     session started in that mode. One key press should never switch approvals off."""
     declared: dict[str, frozenset[PathUse]] = field(default_factory=dict)
     """Tool name → what its paths are used for: which family a rule naming it belongs to
     (`Grep(secrets/**)` covers every read). A rule on a tool not known here covers that tool alone."""
+    protected_code: dict[Path, str] = field(default_factory=dict)
+    """Workspace files and folders an accepted project server or hook (or one of the
+    person's own hooks) runs (`workspace_code.py`), resolved → why changing them asks:
+    the model's edit would run as trusted code."""
     network_tools: set[str] = field(default_factory=set)
     """Tools declared to read the network: their `domain:` allow rules may name a private host."""
 
@@ -131,6 +134,17 @@ class PermissionPolicy:
             if tool.network is not None:
                 self.network_tools.add(tool.name)
 
+    def protection(self, path: PathSubject) -> str | None:
+        """Why a write to `path` always asks (step 6), or None: a place that decides what
+        runs or is allowed, or workspace code a trusted hook or project server runs."""
+        if (why := _protected(path)) is not None:
+            return why
+        absolute = Path(path.absolute)
+        for place, why in self.protected_code.items():
+            if absolute == place or place in absolute.parents:
+                return why
+        return None
+
     def cycle_mode(self) -> PermissionMode:
         self.mode = next_mode(self.mode, bypass_in_cycle=self.bypass_in_cycle)
         return self.mode
@@ -140,18 +154,20 @@ class PermissionPolicy:
         if parsed not in self.session_allow:
             self.session_allow.append(parsed)
 
-    def decide(self, tool: Declared, args: Mapping[str, Any]) -> Decision:
+    def decide(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule] = ()) -> Decision:
         """See the module docstring for the order. `args` as the tool will read them
-        (`Tool.check`), so the paths judged are the paths it uses."""
-        if (first := self._rules_and_mode(tool, args)) is not None:
+        (`Tool.check`), so the paths judged are the paths it uses. `turn`: what the asking
+        agent's running turn alone allows (a custom command's `allowed-tools`), handed in
+        with each call: the gate is shared by every agent, a turn is one agent's."""
+        if (first := self._rules_and_mode(tool, args, turn)) is not None:
             return first
         touched = self.touched(tool, args)
         if (odd := next((t for t in touched if t.subject is None), None)) is not None:
             return Decision("ask", f"its {odd.argument!r} argument is not a path that can be checked")
         for touch in touched:
-            if touch.use in WRITES and touch.subject and (protected := _protected(touch.subject)) is not None:
+            if touch.use in WRITES and touch.subject and (protected := self.protection(touch.subject)) is not None:
                 return Decision("ask", f"{protected}: changes to it always ask")
-        rules = [*self.allow, *self.session_allow, *self.turn_allow]
+        rules = [*self.allow, *self.session_allow, *turn]
         whole = any(r.names_tool(tool.name) for r in rules)
         covered = [whole or self._path_ruled(rules, tool, t, deny=False) is not None for t in touched]
         if any(t.subject and t.subject.relative is None and not ok for t, ok in zip(touched, covered, strict=True)):
@@ -165,14 +181,14 @@ class PermissionPolicy:
             return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
         return Decision("ask", f"{tool.name} needs approval in {self.mode} mode")
 
-    def _rules_and_mode(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
+    def _rules_and_mode(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule]) -> Decision | None:
         """Steps 1-3: deny rules, then the modes that decide alone (a network tool: all of it)."""
         if tool.network is not None:
-            return self._decide_network(tool, args)
+            return self._decide_network(tool, args, turn)
         denied = self._denied(tool, args)
         if isinstance(denied, Rule):
             return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
-        if denied == "maybe" and (uncertain := self._uncertain(tool, args)) is not None:
+        if denied == "maybe" and (uncertain := self._uncertain(tool, args, turn)) is not None:
             return uncertain
         if self.mode == "bypassPermissions":
             return Decision("allow")
@@ -182,7 +198,7 @@ class PermissionPolicy:
             return Decision("deny", "plan mode: nothing that writes or executes runs (shift+tab changes the mode)")
         return None
 
-    def _decide_network(self, tool: Declared, args: Mapping[str, Any]) -> Decision:
+    def _decide_network(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule]) -> Decision:
         """A tool that reads the network: its deny rules (bare, or `domain:` the URL's host),
         then `bypassPermissions`, then its allow rules; otherwise it asks, in every mode."""
         host = _url_host(args.get(tool.network or ""))
@@ -191,20 +207,20 @@ class PermissionPolicy:
             return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
         if self.mode == "bypassPermissions":
             return Decision("allow")
-        allowed = (*self.allow, *self.session_allow, *self.turn_allow)
+        allowed = (*self.allow, *self.session_allow, *turn)
         if any(r.tool == tool.name and r.matches_domain(host) for r in allowed):
             return Decision("allow")
         return Decision(
             "ask", f"{tool.name} reads {host or 'the network'}; a {tool.name}(domain:{host or '…'}) rule allows it"
         )
 
-    def host_named(self, host: str) -> bool:
+    def host_named(self, host: str, turn: Sequence[Rule] = ()) -> bool:
         """Whether an allow rule of a network tool names exactly `host` (`WebFetch(domain:localhost)`):
-        only then may it reach a private or local address."""
-        rules = (*self.allow, *self.session_allow, *self.turn_allow)
+        only then may it reach a private or local address. `turn` as for `decide`."""
+        rules = (*self.allow, *self.session_allow, *turn)
         return any(r.tool in self.network_tools and r.names_host(host.lower()) for r in rules)
 
-    def _uncertain(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
+    def _uncertain(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule]) -> Decision | None:
         """A command that may run a denied program: denied where nobody is asked first
         (bypassPermissions; headless turns the "ask" into a denial), asked otherwise,
         unless the person allowed exactly this command."""
@@ -216,7 +232,7 @@ class PermissionPolicy:
             return Decision("deny", reason)
         if self.mode == "plan":
             return None  # plan mode denies every command anyway, with its own reason
-        rules = (*self.allow, *self.session_allow, *self.turn_allow)
+        rules = (*self.allow, *self.session_allow, *turn)
         exact = [r for r in rules if r.tool == tool.name and r.spec and not r.is_prefix]
         if analysis is not None and any(r.matches_command_text(analysis.script) for r in exact):
             return Decision("allow")
@@ -291,7 +307,7 @@ class PermissionPolicy:
         touched = self.touched(tool, args)
         if not touched or any(t.subject is None for t in touched):
             return f"{tool.name}()"
-        if any(t.use in WRITES and t.subject and _protected(t.subject) for t in touched):
+        if any(t.use in WRITES and t.subject and self.protection(t.subject) for t in touched):
             return ""
         # The path that made it ask: one outside the workspace, else one it writes.
         pick = next((t for t in touched if t.subject and t.subject.relative is None), None)

@@ -2,12 +2,12 @@
 
 Hooks in `.todo-agent/settings.toml` came with the repository, and each is a shell
 command that would run on agent events without asking. This lists every command with its
-event and matcher.
+event and matcher, and the workspace code it runs (a change to that asks again).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,9 +20,10 @@ from todo_agent.core.terminal import reveal_line
 from .trust import TrustScreen, hides, revealed
 
 
-def hook_line(spec: HookSpec) -> Content:
-    """The event, its matcher and the whole command."""
-    return revealed(spec.event + (f" [{reveal_line(spec.matcher)}]" if spec.matcher else ""), spec.command)
+def hook_line(spec: HookSpec, code: Sequence[str] = ()) -> Content:
+    """The event, its matcher and the whole command; then what it runs of the workspace."""
+    line = revealed(spec.event + (f" [{reveal_line(spec.matcher)}]" if spec.matcher else ""), spec.command)
+    return Content("\n").join([line, *(Content("  " + reveal_line(text)) for text in code)])
 
 
 class HookTrustScreen(TrustScreen):
@@ -37,11 +38,17 @@ class HookTrustScreen(TrustScreen):
         Binding("escape", "answer(False)", "Not now", tooltip="Do not run them this session", show=False),
     ]
 
-    def __init__(self, hooks: Sequence[HookSpec], settings_path: Path) -> None:
+    def __init__(
+        self,
+        hooks: Sequence[HookSpec],
+        settings_path: Path,
+        code: Callable[[HookSpec], Sequence[str]] = lambda spec: (),
+    ) -> None:
+        """`code`: what each hook runs of the workspace, in lines (`core/hooks/code.py`)."""
         self.hooks = list(hooks)
         super().__init__(
             f"{settings_path} asks to run these shell commands on agent events, without asking each time. "
             "Run them only if you trust this repository.",
-            [hook_line(spec) for spec in self.hooks],
+            [hook_line(spec, code(spec)) for spec in self.hooks],
             hidden=any(hides(spec.command, spec.matcher) for spec in self.hooks),
         )

@@ -4,7 +4,9 @@ Servers in `.mcp.json` or `.todo-agent/settings.toml` came with the repository: 
 one runs its command, or sends its headers to its URL. Servers the person has not
 accepted (or that changed since: command, args, env, cwd, url or headers) are listed with
 what each would run. Env and header values are not shown (they may be secrets); their
-names are.
+names are. A value that reads the person's environment (`${VAR}`) is shown as the file
+wrote it, with the variable's name (`environment_lines`). The workspace code its command
+runs is named (`Footprint.lines`: a change to it asks again), with what cannot be seen.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.content import Content
 
-from todo_agent.core.mcp.config import ServerSpec
+from todo_agent.core.mcp.config import ServerSpec, environment_reads
 from todo_agent.core.terminal import reveal_line
 
 from .trust import TrustScreen, hides, revealed
@@ -33,7 +35,24 @@ def server_lines(spec: ServerSpec) -> Content:
         lines.append(Content("  headers " + reveal_line(", ".join(sorted(spec.headers)))))
     if spec.cwd:
         lines.append(Content("  in " + reveal_line(spec.cwd)))
+    lines += [Content(line) for line in environment_lines(spec)]
+    lines += [Content("  " + reveal_line(line)) for line in (spec.code.lines() if spec.code else ())]
     return Content("\n").join(lines)
+
+
+def environment_lines(spec: ServerSpec) -> list[str]:
+    """Each value that reads one of the person's environment variables, as the file wrote
+    it, and the variables' names: a header reading `${OPENAI_API_KEY}` must not pass for a
+    build tag. Plain text (every byte revealed), never markup."""
+    lines = []
+    for where, text, names in environment_reads(spec):
+        said = [
+            f"your environment variable {name}"
+            + (", which holds your model's API key: not passed, it reads as empty" if name in spec.withheld else "")
+            for name in names
+        ]
+        lines.append(f"  {reveal_line(where)}: {reveal_line(text)} (reads {'; '.join(said)})")
+    return lines
 
 
 class McpTrustScreen(TrustScreen):
@@ -56,6 +75,14 @@ class McpTrustScreen(TrustScreen):
             "you trust this repository.",
             [server_lines(spec) for spec in self.servers],
             hidden=any(
-                hides(spec.describe(), spec.name, spec.cwd or "", *spec.env, *spec.headers) for spec in self.servers
+                hides(
+                    spec.describe(),
+                    spec.name,
+                    spec.cwd or "",
+                    *spec.env,
+                    *spec.headers,
+                    *(text for _, text, _ in environment_reads(spec)),
+                )
+                for spec in self.servers
             ),
         )
