@@ -5,7 +5,8 @@ background job (`cmd &`) that holds them can put off for ever. A pipe we make an
 ourselves has no such tie: the process can be waited for, and its output read, apart.
 `CappedOutput` keeps what is read within bounds, and `stop_group` stops the child's
 process group and whatever it started that left the group (Bash and the hooks both use
-them; here, so that loading the hooks with the settings does not load the tools).
+them; here, so that loading the hooks with the settings does not load the tools; a local
+MCP server's owner uses `descendants` and `stop_escaped` the same way).
 """
 
 from __future__ import annotations
@@ -32,59 +33,80 @@ async def wait_exit(proc: asyncio.subprocess.Process, seconds: float) -> None:
             await proc.wait()
 
 
-def _descendants(root: int) -> dict[int, str]:
-    """Every process below `root` (pid → name), read from /proc; empty without /proc."""
+Family = dict[int, tuple[str, str]]
+"""Processes below a root: pid → (name, start time in clock ticks since boot). The start
+time tells a process from a later one that got its pid back."""
+
+
+def _stat(pid: int) -> tuple[str, list[str]] | None:
+    """A process's name and the fields of /proc/PID/stat after it (state first), or None."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:  # gone meanwhile
+        return None
+    return text[text.find("(") + 1 : text.rfind(")")], text[text.rfind(")") + 2 :].split()
+
+
+def descendants(root: int, known: Family | None = None) -> Family:
+    """Every process below `root`, read from /proc (empty without /proc), and those of
+    `known` (an earlier look) still running: a `setsid` child whose parent has exited is
+    no longer below `root`. Blocking: a scan of every process; run it in a thread."""
     children: dict[int, list[int]] = {}
-    names: dict[int, str] = {}
+    found_at: Family = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir(PROC):
-            if not entry.name.isdigit():
+            if not entry.name.isdigit() or (stat := _stat(int(entry.name))) is None or len(stat[1]) < 20:
                 continue
-            try:
-                text = (PROC / entry.name / "stat").read_text()
-            except OSError:  # gone meanwhile
-                continue
-            pid, ppid = int(entry.name), int(text[text.rfind(")") + 2 :].split()[1])
-            names[pid] = text[text.find("(") + 1 : text.rfind(")")]
-            children.setdefault(ppid, []).append(pid)
-    found: dict[int, str] = {}
+            pid, (name, fields) = int(entry.name), stat
+            found_at[pid] = (name, fields[19])
+            children.setdefault(int(fields[1]), []).append(pid)
+    family: Family = {pid: seen for pid, seen in (known or {}).items() if found_at.get(pid) == seen}
     stack = [root]
     while stack:
         for child in children.get(stack.pop(), ()):
-            found[child] = names[child]
+            family[child] = found_at[child]
             stack.append(child)
-    return found
+    return family
 
 
-def _still_running(pid: int, group: int) -> bool:
-    """Alive (not a zombie) and outside `group`: a process that left the command's group."""
-    try:
-        state = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z" and os.getpgid(pid) != group
-    except (OSError, IndexError):
+def _still_running(pid: int, started: str, group: int) -> bool:
+    """The same process (alive, not a zombie) and outside `group`: one that left the group."""
+    stat = _stat(pid)
+    if stat is None or len(stat[1]) < 20 or stat[1][0] == "Z" or stat[1][19] != started:
         return False
+    try:
+        return os.getpgid(pid) != group
+    except OSError:
+        return False
+
+
+def stop_escaped(family: Family, group: int) -> list[str]:
+    """SIGKILL each process of `family` still running outside `group` (`setsid`, daemons: a
+    signal to the group missed them). Returns those, as `pid (name)`."""
+    escaped = [pid for pid, (_, started) in family.items() if _still_running(pid, started, group)]
+    for pid in escaped:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return [f"{pid} ({family[pid][0]})" for pid in escaped]
 
 
 async def stop_group(proc: asyncio.subprocess.Process, grace: float) -> list[str]:
     """SIGTERM the child's whole process group, then SIGKILL whatever is left, and also the
     processes it started that left the group (`setsid`, daemons), found through /proc
     before the group went. Returns those, as `pid (name)`."""
-    family: dict[int, str] = {}
-    escaped: list[int] = []
+    family: Family = {}
+    escaped: list[str] = []
     try:
-        family = await asyncio.to_thread(_descendants, proc.pid)
+        family = await asyncio.to_thread(descendants, proc.pid)
         signal_group(proc.pid, signal.SIGTERM)
         await wait_exit(proc, grace)
     finally:
         # Also when a second cancellation cuts the look or the grace short (quitting the
         # app cancels the turn, then asyncio's shutdown cancels it again): nothing survives.
         signal_group(proc.pid, signal.SIGKILL)
-        escaped = [pid for pid in family if _still_running(pid, proc.pid)]
-        for pid in escaped:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        escaped = stop_escaped(family, proc.pid)
     await wait_exit(proc, grace)
-    return [f"{pid} ({family[pid]})" for pid in escaped]
+    return escaped
 
 
 async def open_read_pipe() -> tuple[asyncio.StreamReader, asyncio.ReadTransport, int]:

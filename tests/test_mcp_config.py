@@ -32,16 +32,22 @@ def test_the_four_places_highest_first(workspace: Path, tmp_path: Path) -> None:
         '[mcp_servers.b]\ncommand = "project-b"\n[mcp_servers.c]\nurl = "http://x/mcp"\n',
     )
     flag = write(tmp_path / "servers.json", json.dumps({"mcpServers": {"c": {"command": "flag-c"}}}))
-    found = servers(workspace, mcp_config=str(flag))
+    config = load_config(workspace, flags={"mcp_config": str(flag)}, env={})
+    found = {s.name: s for s in config.mcp_servers}
+    # The person's own name stays theirs: the project's `a` and `c` are not used (one notice each).
     assert {n: (s.command or s.url) for n, s in found.items()} == {
-        "a": "json-a",
+        "a": "user-a",
         "b": "project-b",
         "c": "flag-c",
         "d": "user-d",
     }
-    assert {n: s.source for n, s in found.items()} == {"a": "mcp.json", "b": "project", "c": "flag", "d": "user"}
+    assert {n: s.source for n, s in found.items()} == {"a": "user", "b": "project", "c": "flag", "d": "user"}
+    assert [w.split(" not used")[0] for w in config.warnings] == [
+        f"MCP server c from {workspace / '.todo-agent/settings.toml'}",
+        f"MCP server a from {workspace / '.mcp.json'}",
+    ]
     # a user or flag server starts at once; the project's wait for the person
-    assert {n: s.from_project for n, s in found.items()} == {"a": True, "b": True, "c": False, "d": False}
+    assert {n: s.from_project for n, s in found.items()} == {"a": False, "b": True, "c": False, "d": False}
 
 
 def test_claude_codes_mcp_json_is_read_as_written(workspace: Path) -> None:

@@ -60,7 +60,7 @@ ECHO = [{"tool_calls": [{"name": "mcp__t__echo", "arguments": {"text": "hi"}}]},
 def test_headless_denies_an_mcp_call_that_would_ask(workspace: Path, tmp_path: Path, notes: Path) -> None:
     user_settings(notes)
     result, _ = run(workspace, tmp_path, ECHO)
-    assert result["mcp_servers"] == [{"name": "t", "source": "user", "state": "connected", "reason": "", "tools": 11}]
+    assert result["mcp_servers"] == [{"name": "t", "source": "user", "state": "connected", "reason": "", "tools": 14}]
     (output,) = tool_results(workspace, result["session_id"])
     assert output.startswith("denied: this call needs approval") and "MCP server t" in output
     assert wait_gone(pids(notes)) == []

@@ -54,7 +54,7 @@ async def test_an_mcp_call_asks_naming_the_server_and_s_allows_the_whole_server(
         assert outputs[0] == "from the model" and json.loads(outputs[1]) == {"count": 1, "items": [0]}
         await send(pilot, "/mcp")
         await wait_until(pilot, lambda: "MCP servers (1/1 connected)" in screen_text(app))
-        assert "t  connected · 11 tools  (user settings)" in screen_text(app)
+        assert "t  connected · 14 tools  (user settings)" in screen_text(app)
     assert wait_gone(pids(notes)) == []  # quitting stopped the server
 
 

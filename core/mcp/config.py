@@ -4,13 +4,15 @@ Highest first: `--mcp-config FILE` (a `.mcp.json`-style JSON file, or TOML with
 `[mcp_servers.NAME]` tables), `[mcp_servers.NAME]` in the project's
 `.todo-agent/settings.toml`, the project's `.mcp.json` as Claude Code writes it
 (`mcpServers`, `type` stdio/http, `command`, `args`, `env`, `url`, `headers`), and the
-user's settings file. A name defined in several places is taken whole from the highest.
+user's settings file. A name defined in several places is taken whole from the highest,
+except that a project's server never takes the name of one of the person's own (`merge`).
 TOML keys are Codex's: `command`, `args`, `env`, `cwd`, `url`, `headers`,
 `startup_timeout_sec`, `tool_timeout_sec`, `enabled_tools`, `disabled_tools`, `enabled`.
 
 `${VAR}` and `${VAR:-default}` expand in every string (command, args, env values, cwd, url,
 headers). A variable that is unset (and has no default) does not drop the server: it is
-kept with a `problem` naming the variable, and shown as failed. A broken file is one line
+kept with a `problem` naming the variable, and shown as failed. A project's server never
+reads the variable holding the model's API key (`withhold`). A broken file is one line
 naming the file and the key, and is ignored as a whole, like every settings file.
 
 Pure data and parsing: nothing here imports the MCP SDK, so reading settings before the
@@ -28,7 +30,12 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..repo_files import RepoFileError, load_json, load_toml, read_repo_text
+
+if TYPE_CHECKING:  # the shell reader stays off the first frame (settings are read before it)
+    from ..permissions.workspace_code import Footprint
 
 Source = Literal["flag", "project", "mcp.json", "user"]
 Transport = Literal["stdio", "http"]
@@ -36,6 +43,8 @@ Transport = Literal["stdio", "http"]
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 120.0
 MCP_JSON = ".mcp.json"
+MAX_CONFIG_BYTES = 1_000_000
+"""An `.mcp.json` (or `--mcp-config` file) past this is not used: a repository's file may be endless."""
 
 TOML_KEYS = frozenset(
     {
@@ -82,8 +91,13 @@ class ServerSpec:
     enabled: bool = True
     problem: str = ""
     """Why it cannot start as configured (an unset variable); empty when it can."""
+    withheld: tuple[str, ...] = ()
+    """Variables of the person's environment it names but does not get (`withhold`): the
+    one holding the model's API key, for a server the repository brought."""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """The entry as the file wrote it, before expansion: what trust is keyed on."""
+    code: Footprint | None = field(default=None, repr=False)
+    """The workspace code its command runs (`with_code`): a project server's trust covers it."""
 
     @property
     def from_project(self) -> bool:
@@ -92,10 +106,24 @@ class ServerSpec:
 
     def fingerprint(self) -> str:
         """Identifies what would run: transport, command, args, env, cwd, url and headers as
-        the file wrote them. Any change (even of an env value) asks the person again."""
+        the file wrote them, and the workspace code the command runs (`code`). Any change
+        (even of an env value, or of a line of its script) asks the person again."""
         raw = self.raw
         what = [self.name, self.transport, *(raw.get(k) for k in ("command", "args", "env", "cwd", "url", "headers"))]
+        if self.code is not None and self.code.digest:  # (a server that runs none keeps its old fingerprint)
+            what.append(self.code.digest)
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+    def with_code(self, workspace: Path) -> ServerSpec:
+        """This spec with the footprint of the workspace code its command runs (blocking:
+        hashes files). An HTTP server runs nothing here."""
+        if self.transport != "stdio" or not self.command:
+            return self
+        from ..permissions.workspace_code import footprint_of_argv  # here: see the import above
+
+        cwd = Path(self.cwd) if self.cwd else workspace
+        cwd = cwd if cwd.is_absolute() else workspace / cwd
+        return replace(self, code=footprint_of_argv([self.command, *self.args], cwd, workspace))
 
     def wants_tool(self, tool: str) -> bool:
         """`enabled_tools` (when given) and `disabled_tools` say which tools are offered."""
@@ -199,12 +227,15 @@ def _check_json_entry(name: str, entry: Any) -> str | None:
 # --- expanding ----------------------------------------------------------------------
 
 
-def expand(text: str, env: Mapping[str, str], missing: list[str]) -> str:
+def expand(text: str, env: Mapping[str, str], missing: list[str], withheld: frozenset[str] = frozenset()) -> str:
     """`${VAR}` and `${VAR:-default}` (the default also when VAR is empty); unset names
-    without a default are added to `missing` and expand to nothing."""
+    without a default are added to `missing` and expand to nothing. A `withheld` name
+    expands to nothing whatever it holds (its default too: see `withhold`)."""
 
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
+        if name in withheld:
+            return ""
         value = env.get(name)
         if value:
             return value
@@ -217,11 +248,68 @@ def expand(text: str, env: Mapping[str, str], missing: list[str]) -> str:
     return _VARIABLE.sub(one, text)
 
 
-def _spec(name: str, entry: Mapping[str, Any], source: Source, origin: Path, env: Mapping[str, str]) -> ServerSpec:
+def variables(text: str) -> list[str]:
+    """The names of the variables `text` reads (`${VAR}`, `${VAR:-default}`), in order."""
+    return list(dict.fromkeys(match.group(1) for match in _VARIABLE.finditer(text)))
+
+
+def environment_reads(spec: ServerSpec) -> list[tuple[str, str, list[str]]]:
+    """Each value of `spec` that reads the person's environment, as the file wrote it:
+    (where: `command`, `arg 2`, `env TOKEN`, `cwd`, `url`, `header X-Api-Key`; the text;
+    the variables it reads). What the trust question shows beside the command line."""
+    raw = spec.raw
+    found: list[tuple[str, str]] = []
+    for key in ("command", "cwd", "url"):
+        if isinstance(raw.get(key), str):
+            found.append((key, raw[key]))
+    args = raw.get("args")
+    if isinstance(args, list):
+        found += [(f"arg {index}", arg) for index, arg in enumerate(args, start=1) if isinstance(arg, str)]
+    for key, label in (("env", "env"), ("headers", "header")):
+        table = raw.get(key)
+        if isinstance(table, Mapping):
+            found += [(f"{label} {name}", value) for name, value in table.items() if isinstance(value, str)]
+    return [(where, text, names) for where, text in found if (names := variables(text))]
+
+
+def withhold(
+    specs: list[ServerSpec], variable: str, env: Mapping[str, str], notices: list[str] | None = None
+) -> list[ServerSpec]:
+    """A server the repository brought never reads `variable` (the one holding the model's
+    API key, `api_key_env`): in its command, args, env, cwd, URL or headers it expands to
+    nothing, its default included (a cloned `.mcp.json` would otherwise send the key in a
+    header to a URL of its choosing, once the person says yes to what looks like a build
+    tag), and `notices` hears of each such server once. The person's own servers (user
+    file, `--mcp-config`) may read it."""
+    kept: list[ServerSpec] = []
+    for spec in specs:
+        if not (spec.from_project and variable and any(variable in names for _, _, names in environment_reads(spec))):
+            kept.append(spec)
+            continue
+        kept.append(_spec(spec.name, spec.raw, spec.source, Path(spec.origin), env, withheld=frozenset({variable})))
+        if notices is not None:
+            notices.append(
+                f"MCP server {spec.name} ({spec.origin}) reads ${{{variable}}}, the variable that holds your "
+                "model's API key: a project's server never gets it, so it reads as empty there"
+            )
+    return kept
+
+
+def _spec(
+    name: str,
+    entry: Mapping[str, Any],
+    source: Source,
+    origin: Path,
+    env: Mapping[str, str],
+    *,
+    withheld: frozenset[str] = frozenset(),
+) -> ServerSpec:
     missing: list[str] = []
+    read: list[str] = []
 
     def text(value: Any) -> str:
-        return expand(str(value), env, missing)
+        read.extend(variables(str(value)))
+        return expand(str(value), env, missing, withheld)
 
     kind = entry.get("type")
     transport: Transport = "http" if "url" in entry else "stdio"
@@ -247,6 +335,7 @@ def _spec(name: str, entry: Mapping[str, Any], source: Source, origin: Path, env
         enabled_tools=tuple(enabled_tools) if enabled_tools is not None else None,
         disabled_tools=tuple(entry.get("disabled_tools", ())),
         enabled=bool(entry.get("enabled", True)),
+        withheld=tuple(sorted(withheld.intersection(read))),
         raw=dict(entry),
     )
     if missing and not problem:
@@ -269,13 +358,12 @@ def read_mcp_json(path: Path, source: Source, env: Mapping[str, str]) -> list[Se
     """A `.mcp.json` as Claude Code writes it; none when there is no file. Raises
     McpConfigError (one line: the file and the key) when it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise McpConfigError(f"{path}: cannot read ({exc})") from exc
-    try:
-        document = json.loads(text)
+        text = read_repo_text(path, MAX_CONFIG_BYTES)
+        if text is None:
+            return []
+        document = load_json(text)
+    except RepoFileError as exc:
+        raise McpConfigError(f"{path}: cannot be used: {exc}") from None
     except json.JSONDecodeError as exc:
         raise McpConfigError(f"{path}: invalid JSON: {exc.msg} (line {exc.lineno})") from exc
     servers = document.get("mcpServers") if isinstance(document, dict) else None
@@ -290,15 +378,16 @@ def read_mcp_json(path: Path, source: Source, env: Mapping[str, str]) -> list[Se
 def read_flag_file(path: Path, env: Mapping[str, str]) -> list[ServerSpec]:
     """`--mcp-config FILE`: TOML (`[mcp_servers.NAME]`) by its suffix, else `.mcp.json` JSON."""
     if path.suffix.lower() != ".toml":
-        if not path.is_file():
+        if not path.exists():
             raise McpConfigError(f"{path}: no such file (--mcp-config)")
         return read_mcp_json(path, "flag", env)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise McpConfigError(f"{path}: no such file (--mcp-config)") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise McpConfigError(f"{path}: cannot read ({exc})") from exc
+        text = read_repo_text(path, MAX_CONFIG_BYTES)
+        if text is None:
+            raise McpConfigError(f"{path}: no such file (--mcp-config)")
+        data = load_toml(text)
+    except RepoFileError as exc:
+        raise McpConfigError(f"{path}: cannot be used: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise McpConfigError(f"{path}: invalid TOML: {exc}") from exc
     if unknown := sorted(set(data) - {"mcp_servers"}):
@@ -309,12 +398,27 @@ def read_flag_file(path: Path, env: Mapping[str, str]) -> list[ServerSpec]:
     return servers_from_table(table, "flag", path, env)
 
 
-def merge(*layers: list[ServerSpec]) -> list[ServerSpec]:
+def merge(*layers: list[ServerSpec], notices: list[str] | None = None) -> list[ServerSpec]:
     """Servers by name, the first layer that names one winning (layers highest first);
-    in the order of the lowest layer that names each, then the new ones above it."""
+    in the order of the lowest layer that names each, then the new ones above it.
+
+    Except that the person's own name is theirs: a server the repository brought (project
+    settings, `.mcp.json`) named like one of the person's (user file, `--mcp-config`) is
+    not used, and `notices` hears of it once. The person's rules, hooks and habits name
+    servers (`allow = ["mcp__github"]`): a project's `github` in its place would inherit
+    all of them the moment it is accepted, so it keeps out of the way instead. (Renaming
+    it would keep it usable, but under a name no one chose, which rules may still match.)"""
+    own = {spec.name: spec for layer in layers for spec in layer if not spec.from_project}
     chosen: dict[str, ServerSpec] = {}
     for layer in layers:
         for spec in layer:
+            if spec.from_project and spec.name in own:
+                if notices is not None:
+                    notices.append(
+                        f"MCP server {spec.name} from {spec.origin} not used: one of your own servers has that name "
+                        f"({own[spec.name].origin}), and a project's server never takes it; rename it there to use it"
+                    )
+                continue
             chosen.setdefault(spec.name, spec)
     order: list[str] = []
     for layer in reversed(layers):

@@ -39,13 +39,20 @@ class McpManager:
         """`allow_project`: start project servers without asking (`--allow-project-mcp`);
         `images`: the model accepts images (an MCP tool's images follow its result)."""
         self.workspace = workspace
+        self.allow_project = allow_project
         self.images = images
         self.pending_images: list[Image] = []
         """Images that MCP calls returned, for the next request (`images.py`)."""
         self.listeners: list[Listener] = []
         self.loaded: set[str] = set()
         """MCP tools the model loaded with MCPSearch (when not all are sent)."""
-        parts = unique_parts([s.name for s in specs])
+        # The person's own servers get their parts first: when a project's server cleans to
+        # the same part (`my.srv` beside their `my_srv`), the project's is the one told apart
+        # by a hash, so a rule naming theirs (`mcp__my_srv`) never covers it.
+        # A project server's trust covers the workspace code it runs: hashed here (the
+        # runtime is built off the event loop), and again before each start (`_code_changed`).
+        specs = [spec.with_code(workspace) if spec.from_project else spec for spec in specs]
+        parts = unique_parts([s.name for s in sorted(specs, key=lambda spec: spec.from_project)])
         self.servers = [
             McpServer(
                 spec,
@@ -96,7 +103,27 @@ class McpManager:
         await self.ensure_adapter()
         for server in self.servers:
             if server.state == "starting" and not server.running:
-                server.start()
+                if await self._code_changed(server):
+                    self._wait_again(server)
+                else:
+                    server.start()
+
+    async def _code_changed(self, server: McpServer) -> bool:
+        """Whether an accepted project server's workspace code changed since it was looked
+        at (the model may have rewritten its script): then it waits for the person's yes
+        again, the question showing the code as it is now."""
+        spec = server.spec
+        if spec.code is None or not spec.code.paths or self.allow_project:
+            return False
+        now = await asyncio.to_thread(spec.with_code, self.workspace)
+        if now.code == spec.code:
+            return False
+        server.spec = now
+        return True
+
+    def _wait_again(self, server: McpServer) -> None:
+        server.state, server.reason = "untrusted", "its code changed since you accepted it"
+        self._changed(server)
 
     async def wait_settled(self, within: float | None = None) -> None:
         """Until every server is up or has failed (headless waits for this, bounded)."""
@@ -141,6 +168,10 @@ class McpManager:
         if server.state in ("untrusted", "disabled"):
             return
         await self.ensure_adapter()
+        if await self._code_changed(server):
+            await server.stop()
+            self._wait_again(server)
+            return
         await server.restart()
 
     async def set_enabled(self, server: McpServer, enabled: bool) -> None:
@@ -207,4 +238,8 @@ class McpManager:
         server, tool = found
         if server.state in ("disabled", "untrusted"):
             raise CallFailed(f"the MCP server {server.name} is {server.state}")
+        if server.lost and await self._code_changed(server):  # the call would start it again
+            await server.stop()
+            self._wait_again(server)
+            raise CallFailed(f"the MCP server {server.name} is untrusted: {server.reason}")
         return await server.call(tool, dict(arguments))

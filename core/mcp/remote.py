@@ -8,6 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+MAX_RESULT_BYTES = 16_000_000
+"""The most of one call's result todo-agent takes: past what the model is ever shown (its
+first and last 15,000 characters, images of 4 MB at most), room for a long text kept whole
+beside the session (`results.py`) or a few images."""
+MESSAGE_MARGIN = 1_000_000
+"""Room for the JSON-RPC envelope around a result, and JSON's escapes in it."""
+MAX_MESSAGE_BYTES = MAX_RESULT_BYTES + MESSAGE_MARGIN
+"""Bytes of one message from a server read at most: a Streamable HTTP answer's body, one
+line of a local server's stdout. Past it the call fails and says so (an endless body grew
+memory by ~250 MB/s; an endless line kept a core busy splitting it)."""
+
 
 @dataclass(frozen=True)
 class RemoteTool:

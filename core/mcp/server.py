@@ -7,7 +7,9 @@ disable`), `untrusted` (a project server waiting for the person's yes), `startin
 
 No orphans: a local server runs in a process group of its own, and that whole group is
 stopped when the server ends however it ends: stopped by us (quit, `/new`, a closed
-terminal, SIGTERM, the end of `-p`), crashed, or failed to start. `kill_now()` is the last
+terminal, SIGTERM, the end of `-p`), crashed, or failed to start. So are the processes it
+started that left the group (`setsid`, daemons), as Bash's are: the owner looks for them
+through /proc every `FAMILY_POLL` while the server runs, and again just before stopping it. `kill_now()` is the last
 resort, synchronous, for a process that is leaving without its event loop.
 A server that dies during a call gives the model an error and is restarted once, at the
 next call; after that, `/mcp reconnect`.
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..pipes import signal_group
+from ..pipes import Family, descendants, signal_group, stop_escaped
 from .config import ServerSpec
 from .names import unique_tool_names
 from .remote import CallFailed, CallResult, ConnectFailed, RemoteTool, Target
@@ -40,11 +42,15 @@ STOP_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL for a server's process group."""
 EXIT_POLL = 0.25
 """Seconds between looks at whether a local server's process still runs."""
+FAMILY_POLL = 1.0
+"""Seconds between looks through /proc for what a local server started (a child it
+`setsid`s is no longer found below it once the server has died)."""
 CALL_SLACK = 5.0
 """Seconds past `tool_timeout_sec` after which a call is abandoned even if the SDK has not
 given up (its own timeout sends the server a cancel first)."""
 SDK_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-"""The SDK's own allow-list of variables a local server inherits (`mcp.client.stdio`)."""
+"""The MCP SDK's allow-list of variables a local server inherits (`mcp.client.stdio`); the
+adapter's transport passes the server exactly this environment, plus its own `env`."""
 
 
 class McpServer:
@@ -85,6 +91,8 @@ class McpServer:
         self._stopping = False
         self._timed_out = False
         self._exited = False
+        self.family: Family = {}
+        """What the server started, as last seen (`core/pipes.py`): stopped with it."""
         if spec.problem:
             self.state, self.reason = "failed", spec.problem
 
@@ -96,6 +104,11 @@ class McpServer:
     def settled(self) -> bool:
         """Not starting: connected, failed, disabled, untrusted or stopped."""
         return self.state != "starting"
+
+    @property
+    def lost(self) -> bool:
+        """Its connection died: the next call starts it again."""
+        return self._lost
 
     @property
     def running(self) -> bool:
@@ -134,6 +147,7 @@ class McpServer:
         self._lost = False
         self._timed_out = False
         self._exited = False
+        self.family = {}
         try:
             target = await self._target()
             runner = Runner(target, on_tools=self._listed)
@@ -204,25 +218,36 @@ class McpServer:
 
     async def _watch_start(self, runner: Runner) -> None:
         """At `startup_timeout_sec`, a server still not up is stopped: its group first, so the
-        SDK's own shutdown (which waits for the process) does not wait in vain."""
+        transport's own shutdown (which waits for the process) does not wait in vain."""
         await asyncio.sleep(self.spec.startup_timeout)
         if not runner.connected:
             self._timed_out = True
             if self.stderr.pid is not None:
+                await self._look_for_family()
                 signal_group(self.stderr.pid, signal.SIGTERM)
             runner.stop()
 
     async def _watch_exit(self, runner: Runner) -> None:
         """Notice the server's own process exiting. Its pipes may not tell: a child it
-        started holds them open (then the SDK would wait for ever, and the child live on)."""
+        started holds them open (then the transport would wait for ever, and the child live on)."""
         await self.stderr.spawned.wait()
         pid = self.stderr.pid
+        looked = time.monotonic()
         while pid is not None:
             await asyncio.sleep(EXIT_POLL)
             if not process_alive(pid):
                 self._exited = True
                 runner.stop()
                 return
+            if time.monotonic() - looked >= FAMILY_POLL:
+                await self._look_for_family()
+                looked = time.monotonic()
+
+    async def _look_for_family(self) -> None:
+        """What the server started, while it runs (in a thread: it reads all of /proc)."""
+        pid = self.stderr.pid
+        if pid is not None and process_alive(pid):
+            self.family = await asyncio.to_thread(descendants, pid, self.family)
 
     def _listed(self, tools: list[RemoteTool]) -> None:
         offered = [t for t in tools if self.spec.wants_tool(t.name)]
@@ -234,16 +259,19 @@ class McpServer:
         self._set("connected", "")
 
     async def _stop_group(self) -> None:
-        """SIGTERM the server's process group, then SIGKILL what is left of it."""
+        """SIGTERM the server's process group, then SIGKILL what is left of it, and what it
+        started that left the group."""
         pgid = self.stderr.pid
         if pgid is None:
             return
+        await self._look_for_family()
         signal_group(pgid, signal.SIGTERM)
         for _ in range(int(STOP_GRACE / 0.02)):
             if not _group_alive(pgid):
                 break
             await asyncio.sleep(0.02)
         signal_group(pgid, signal.SIGKILL)
+        stop_escaped(self.family, pgid)
 
     # --- from other tasks --------------------------------------------------------------
 
@@ -254,11 +282,12 @@ class McpServer:
         if task is None or task.done():
             return
         if self.stderr.pid is not None:
-            signal_group(self.stderr.pid, signal.SIGTERM)  # at once: the SDK would wait 2 s first
+            await self._look_for_family()  # while it runs: once it is gone, its setsid children are not below it
+            signal_group(self.stderr.pid, signal.SIGTERM)  # at once: the transport would wait 2 s first
         if self._runner is not None:
             self._runner.stop()
         done, _ = await asyncio.wait([task], timeout=STOP_GRACE + 1)
-        if not done:  # the SDK's own shutdown hangs: nothing of the server may outlive us
+        if not done:  # the transport's shutdown hangs: nothing of the server may outlive us
             self.kill_now()
             task.cancel()
             await asyncio.wait([task], timeout=1.0)
@@ -268,7 +297,9 @@ class McpServer:
         its owner has not finished: once it has, the group is gone and its number may
         already be another's."""
         if self.stderr.pid is not None and self.running:
+            family = descendants(self.stderr.pid, self.family)  # blocking, but the process is leaving
             signal_group(self.stderr.pid, signal.SIGKILL)
+            stop_escaped(family, self.stderr.pid)
 
     async def restart(self) -> None:
         """`/mcp reconnect`: stop, then start again (also resets the one automatic restart)."""

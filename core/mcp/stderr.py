@@ -3,7 +3,8 @@ buffer of its last lines (shown in `/mcp` when it fails) and a log file beside t
 
 A local server is started through `/bin/sh`, which first writes its own pid on this pipe
 and then `exec`s the server (same pid): the first line tells the server's process group,
-so the whole group can be stopped however the server ends (the SDK hides its process).
+so the whole group can be stopped however the server ends (the transport keeps its process to
+itself).
 """
 
 from __future__ import annotations

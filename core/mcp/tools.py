@@ -23,7 +23,7 @@ from ..tools.base import Tool, short
 from ..tools.context import ToolContext
 from ..tools.results import ToolError, ToolResult
 from . import results
-from .images import Image, fits
+from .images import Image, accepted
 from .manager import McpManager
 from .remote import CallFailed, RemoteTool
 from .server import McpServer
@@ -93,10 +93,12 @@ def mcp_tool(manager: McpManager, name: str, server: McpServer, tool: RemoteTool
             result = await manager.call(name, arguments)
         except CallFailed as exc:
             raise ToolError(str(exc)) from exc
+        text = results.render(result)
         if manager.images:
             found = [Image(name, ctx.call_id, p.mime, p.data, p.size) for p in result.parts if p.kind == "image"]
-            manager.pending_images += [image for image in found if fits(image)]
-        text = results.render(result)
+            sent, notes = accepted(found)
+            manager.pending_images += sent
+            text = "\n".join([text, *notes])
         keep = None
         if ctx.session is not None:
             keep = results.results_dir(ctx.session.path, ctx.session.id) / f"{_file_name(ctx.call_id)}.txt"
@@ -133,25 +135,34 @@ class ToolSet(Sequence[Tool]):
         self.manager = manager
         self.schema_room = schema_room
         self.hidden = hidden
-        self._cache: tuple[tuple[int, ...], list[Tool]] | None = None
+        self._cache: tuple[tuple[int, ...], list[tuple[Tool, int]]] | None = None
+        """The MCP tools as last listed, each with the size of its schema as sent: made once
+        per change of a server's tools (with 1,500 tools, serialising every schema again took
+        ~60 ms of the event loop each time a request asked for its tools, 4 times a request)."""
 
-    def mcp_tools(self) -> list[Tool]:
-        """Every MCP tool the model may call (shown or not), deny rules applied."""
+    def _listed(self) -> list[tuple[Tool, int]]:
+        """Every MCP tool and its schema's size, deny rules applied."""
         found = self.manager.tools()
         # The cached tools hold the listed ones, so their ids stay theirs while cached.
         key = tuple(id(tool) for _, _, tool in found)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, [mcp_tool(self.manager, n, s, t) for n, s, t in found])
-        return [tool for tool in self._cache[1] if not self.hidden(tool.name)]
+            tools = [mcp_tool(self.manager, n, s, t) for n, s, t in found]
+            self._cache = (key, [(tool, len(json.dumps(tool.schema()))) for tool in tools])
+        return [(tool, size) for tool, size in self._cache[1] if not self.hidden(tool.name)]
 
-    def searching(self, tools: list[Tool] | None = None) -> bool:
+    def mcp_tools(self) -> list[Tool]:
+        """Every MCP tool the model may call (shown or not), deny rules applied."""
+        return [tool for tool, _ in self._listed()]
+
+    def searching(self, listed: list[tuple[Tool, int]] | None = None) -> bool:
         """Whether the MCP schemas are too big to send, so MCPSearch stands in for them."""
-        tools = self.mcp_tools() if tools is None else tools
-        return bool(tools) and sum(len(json.dumps(t.schema())) for t in tools) > self.schema_room()
+        listed = self._listed() if listed is None else listed
+        return bool(listed) and sum(size for _, size in listed) > self.schema_room()
 
     def current(self) -> list[Tool]:
-        tools = self.mcp_tools()
-        if not self.searching(tools):
+        listed = self._listed()
+        tools = [tool for tool, _ in listed]
+        if not self.searching(listed):
             return [*self.builtin, *tools]
         loaded = [t for t in tools if t.name in self.manager.loaded]
         return [*self.builtin, search_tool(self), *loaded]

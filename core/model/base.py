@@ -75,17 +75,25 @@ class ModelError(Exception):
     `retryable` marks failures where asking again later may work (a server busy or
     restarting, a connection dropped, a stream cut off); the agent loop waits and retries
     them in view. `reason` says which in a few words, for the status line (`server busy
-    (503)`); `retry_after` is how long the server asked to wait (`Retry-After`), if it did.
+    (503)`); `retry_after` is how long the server asked to wait (`Retry-After`), if it did;
+    `status` the HTTP status of a refusal, when there was one.
     """
 
     def __init__(
-        self, message: str, *, retryable: bool = False, reason: str = "", retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        reason: str = "",
+        retry_after: float | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.reason = reason or message.split(":", 1)[0]
         self.retry_after = retry_after
+        self.status = status
 
 
 class ContextOverflowError(ModelError):

@@ -34,6 +34,35 @@ def _bounded_int(text: str) -> int | str:
     return int(text) if len(text) <= _INT_DIGITS else text
 
 
+IMAGE_REFUSALS = frozenset({400, 413, 422})
+"""The statuses a server answers a request with an image it will not take (a broken one,
+too large, or a model that reads none)."""
+IMAGE_DROPPED = (
+    "[an image was here: the model's server refused a request that carried it (HTTP {status}), so it was dropped]"
+)
+
+
+def without_images(history: Sequence[Message], status: int | None) -> list[Message] | None:
+    """`history` with every image part of its messages replaced by a line saying why, when
+    the server refused it with `status` (one of `IMAGE_REFUSALS`); None when it holds no
+    image or the refusal was of another kind. The other messages are the same objects."""
+    if status not in IMAGE_REFUSALS:
+        return None
+    note = {"type": "text", "text": IMAGE_DROPPED.format(status=status)}
+    bare: list[Message] = []
+    for message in history:
+        content = message.get("content")
+        if isinstance(content, list) and any(_is_image(part) for part in content):
+            bare.append({**message, "content": [note if _is_image(part) else part for part in content]})
+        else:
+            bare.append(message)
+    return bare if any(a is not b for a, b in zip(bare, history, strict=True)) else None
+
+
+def _is_image(part: object) -> bool:
+    return isinstance(part, dict) and part.get("type") in ("image_url", "input_image")
+
+
 def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:
     """Ids of tool calls in the last assistant message that have no `tool` reply yet."""
     for index in range(len(history) - 1, -1, -1):

@@ -119,7 +119,9 @@ class OpenAIChatModel:
         except ModelError as exc:
             raw = self._raw_base_url or str(self._client.base_url)
             message = redact(exc.message, raw)
-            raise ModelError(message, retryable=exc.retryable, reason=exc.reason, retry_after=exc.retry_after) from exc
+            raise ModelError(
+                message, retryable=exc.retryable, reason=exc.reason, retry_after=exc.retry_after, status=exc.status
+            ) from exc
 
     async def _stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
@@ -256,6 +258,7 @@ class OpenAIChatModel:
                 retryable=_worth_retrying(exc),
                 reason=brief(exc.status_code),
                 retry_after=retry_after(exc.response.headers),
+                status=exc.status_code,
             )
         return ModelError(f"model API error: {_detail(exc)}")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp_types import ImageContent
 
 NOTES = Path(os.environ.get("TEST_SERVER_DIR", ".")).resolve()
 server = MCPServer("test-server")
@@ -66,6 +67,12 @@ def picture() -> Image:
 
 
 @server.tool()
+def odd_picture(mime: str, data: str) -> ImageContent:
+    """An image of any claimed type and base64 data (a hostile server's)."""
+    return ImageContent(type="image", data=data, mime_type=mime)
+
+
+@server.tool()
 def structured(count: int) -> dict[str, Any]:
     """Structured content."""
     return {"count": count, "items": list(range(count))}
@@ -89,12 +96,15 @@ STDOUT_COPY: list[int] = []
 
 
 @server.tool()
-def spawn_child(hold_stdout: bool = False) -> str:
+def spawn_child(hold_stdout: bool = False, setsid: bool = False) -> str:
     """Start a child that sleeps (in the server's process group) and give its pid;
     `hold_stdout`: the child keeps the protocol's stdout open (so no end of file tells
-    the client when this server dies)."""
+    the client when this server dies); `setsid`: the child leaves the server's group
+    (a session of its own), as a daemon does."""
     keep = tuple(STDOUT_COPY) if hold_stdout else ()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], pass_fds=keep)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)"], pass_fds=keep, start_new_session=setsid
+    )
     _note(f"child-{child.pid}", str(child.pid))
     return str(child.pid)
 
@@ -118,6 +128,35 @@ async def add_tool(ctx: Context) -> str:
     server.add_tool(added, name="added")
     await ctx.session.send_tool_list_changed()
     return "added"
+
+
+@server.tool()
+async def flood(seconds: float, ctx: Context) -> str:
+    """Say the tool list changed, as fast as it can, for `seconds`; then add a tool named
+    `after_flood` and say so once more."""
+    sent = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        await ctx.session.send_tool_list_changed()
+        sent += 1
+
+    def after_flood() -> str:
+        """Added once the flood was over."""
+        return "after"
+
+    server.add_tool(after_flood, name="after_flood")
+    await ctx.session.send_tool_list_changed()
+    return str(sent)
+
+
+@server.tool()
+def endless_line() -> str:
+    """Write the start of an answer on the protocol's stdout, then never end the line."""
+    out = STDOUT_COPY[0]
+    os.write(out, b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "')
+    chunk = b"x" * 65_536
+    while True:
+        os.write(out, chunk)
 
 
 def main() -> None:
