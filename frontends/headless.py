@@ -29,8 +29,9 @@ groups, are stopped when the run ends, however it ends.
 
 Sub-agents: every call they would ask about is denied, as the main agent's are, so none
 waits for an answer. In text mode each one's start and end is a line on stderr; in
-`stream-json` each of its events is a line carrying its `agent_id` (and the `call_id` of
-the `Agent` call that runs it); the `json` result lists them (`agents`), and `usage`
+`stream-json` each of its events is a line carrying its `agent_id` and `parent_call_id`
+(the main agent's `Agent` call that runs it); its tool events keep their own `call_id`
+(unique per `agent_id`, not across agents); the `json` result lists them (`agents`), and `usage`
 counts their tokens too.
 
 A request that fails in a way that may pass (a server busy, restarting or rate limiting,
@@ -76,8 +77,10 @@ EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
-    if isinstance(event, AgentEvent):  # a sub-agent's own event, named as it is and tagged with who
-        return {**event_to_json(event.event), "agent_id": event.agent_id, "call_id": event.call_id}
+    if isinstance(event, AgentEvent):
+        # A sub-agent's own event, named as it is (its own `call_id` for its tool calls),
+        # tagged with who runs it and the main agent's `Agent` call that started it.
+        return {**event_to_json(event.event), "agent_id": event.agent_id, "parent_call_id": event.call_id}
     data = dataclasses.asdict(event)
     return {"type": type(event).__name__, **data}
 

@@ -119,7 +119,7 @@ def test_a_sub_agent_updates_only_its_own_task_and_subtasks() -> None:
     with pytest.raises(StoreError, match="being worked on by general-1"):
         rules.update(tasks, "1", status="completed", changes=rules.Fields(), now=2.0)
     # Its own subtask it may change freely; marking its task completed is only its word.
-    tasks, sub = rules.create(tasks, 4, "sub", description="", active_form="", now=2.0, created_by="general-1")
+    tasks, sub = rules.create(tasks, 4, "sub", description="", active_form="", now=2.0, created_by=ME)
     tasks, _ = rules.update(tasks, sub.id, status="in_progress", changes=rules.Fields(subject="sub!"), now=2.0, by=ME)
     metadata = rules.Fields(active_form="Writing", metadata=(("files", '["a.py"]'),))
     tasks, outcome = rules.update(tasks, "1", status="completed", changes=metadata, now=3.0, by=ME)

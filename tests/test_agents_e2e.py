@@ -84,7 +84,12 @@ def test_p_with_children_asking_never_hangs_and_the_json_lists_them(workspace: P
 def test_stream_json_events_carry_the_agent_id(workspace: Path, tmp_path: Path) -> None:
     script = {
         "steps": [{"tool_calls": [tc("Agent", description="Say hi", prompt="say hi")]}, {"text": "done"}],
-        "agents": [{"match": "say hi", "steps": [{"text": "hi"}]}],
+        "agents": [
+            {
+                "match": "say hi",
+                "steps": [{"tool_calls": [{"id": "child_read", "name": "Glob", "arguments": {"pattern": "*"}}]}, "hi"],
+            }
+        ],
     }
     model = write_script(tmp_path / "s.json", script)
     result = todo_agent(workspace, None, "-p", "go", "--model", model, "--output-format", "stream-json")
@@ -92,8 +97,21 @@ def test_stream_json_events_carry_the_agent_id(workspace: Path, tmp_path: Path) 
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     theirs = [line for line in lines if line.get("agent_id") == "general-1"]
     assert {"AgentStarted", "AssistantMessage", "TurnEnd", "AgentFinished"} <= {line["type"] for line in theirs}
-    message = next(line for line in theirs if line["type"] == "AssistantMessage")
-    assert message == {"type": "AssistantMessage", "content": "hi", "agent_id": "general-1", "call_id": "call_1_1"}
+    # AgentStarted/AgentFinished are the main agent's Agent call's: its call_id; the rest say whose child.
+    assert {line["call_id"] for line in theirs if line["type"].startswith("Agent")} == {"call_1_1"}
+    theirs = [line for line in theirs if not line["type"].startswith("Agent")]
+    assert all(line["parent_call_id"] == "call_1_1" for line in theirs)
+    message = next(line for line in theirs if line["type"] == "AssistantMessage" and line["content"])
+    assert message == {
+        "type": "AssistantMessage",
+        "content": "hi",
+        "agent_id": "general-1",
+        "parent_call_id": "call_1_1",
+    }
+    # Its tool events keep the sub-agent's own call id: a reader can pair its start and end.
+    tools = [(line["type"], line["call_id"]) for line in theirs if line["type"] in ("ToolStarted", "ToolFinished")]
+    assert tools == [("ToolStarted", "child_read"), ("ToolFinished", "child_read")]
+    assert all(line["agent_id"] == "general-1" for line in theirs if line["type"] == "ToolStarted")
 
 
 def test_kill_9_mid_child_then_continue_releases_the_claim(

@@ -198,6 +198,18 @@ async def test_bad_calls_get_error_results_and_valid_history(workspace: Path) ->
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
 
 
+async def test_a_call_of_an_unknown_tool_shows_what_the_model_sent(workspace: Path) -> None:
+    steps = [
+        {"tool_calls": [call("Nope", {"path": "x.txt", "n": 2}), call("Gone", "not json at all")]},
+        {"text": "ok"},
+    ]
+    agent, _model = make_agent(workspace, steps)
+    events = await collect(agent, "go")
+    started = [e for e in events if isinstance(e, ToolStarted)]
+    assert [e.arguments for e in started] == [{"path": "x.txt", "n": 2}, {"arguments": "not json at all"}]
+    assert_history_valid(agent.history)
+
+
 async def test_batch_events_are_coalesced(workspace: Path) -> None:
     steps = [{"tool_calls": [call("Emit", {}), call("Emit", {})]}, {"text": "ok"}]
     agent, _ = make_agent(workspace, steps)

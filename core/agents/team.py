@@ -31,7 +31,7 @@ from typing import Any
 from ..changes.log import ChangeLog
 from ..changes.recorder import attribution_observer, change_observers
 from ..engine.loop import Agent, AgentOptions
-from ..events import AgentFinished, AgentStarted, TasksUpdated
+from ..events import AgentEvent, AgentFinished, AgentStarted, Notice, TasksUpdated
 from ..hooks.wiring import ShellHooks
 from ..lifecycle import Lifecycle, TurnState
 from ..model.base import ChatModel
@@ -97,6 +97,8 @@ class Parent:
     system_for: Callable[[str], str]
     """The system context (the project's instructions, the date) with this task line."""
     hooks: ShellHooks | None = None
+    model_notice: Callable[[AgentType], str] = lambda kind: ""
+    """Why a sub-agent of this type does not run on the model its file names ("" when it does)."""
 
 
 @dataclass
@@ -243,6 +245,8 @@ class Team:
         child.begin(agent)
         self.holds.running(child.ref, True)
         show(self._started(child, waiting=False))
+        if notice := self.parent.model_notice(child.kind):
+            show(AgentEvent(child.id, child.call_id, Notice(notice, "warning")))
         try:
             await child.run(show)
         finally:

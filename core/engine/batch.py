@@ -39,7 +39,8 @@ from ..lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from ..model.base import ToolCall
 from ..model.history import CANCELLED
 from ..permissions.modes import ApprovalAnswer, ApprovalRequest, Approver
-from ..permissions.policy import PermissionPolicy
+from ..permissions.policy import Decision, PermissionPolicy
+from ..permissions.rules import Rule
 from ..tools.base import Tool, parse_arguments
 from ..tools.context import ToolContext
 from ..tools.ledger import FileLedger
@@ -48,10 +49,8 @@ from ..tools.walk import open_regular
 
 log = logging.getLogger(__name__)
 
-NO_APPROVER = (
-    "denied: this call needs approval and nobody can be asked in headless mode. "
-    "Allow it with --permission-mode acceptEdits/bypassPermissions or a [permissions] allow rule."
-)
+NO_APPROVER = "denied: this call needs approval and nobody can be asked in headless mode."
+BYPASS = "--permission-mode bypassPermissions"
 
 
 @dataclass
@@ -92,6 +91,9 @@ class BatchDeps:
     record: Callable[[str, str, Status], str]
     """Puts a call's result (call id, output, status) into history; returns the output as
     kept there (a huge one is cut to fit the window)."""
+    turn_allow: Sequence[Rule] = ()
+    """What this agent's running turn alone allows (a custom command's `allowed-tools`):
+    handed to the shared gate with each decision, so no other agent's turn can end it."""
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,7 @@ class BatchRunner:
             return Prepared(call, tool, {}, self.refused[call.id])
         if tool is None:
             names = ", ".join(t.name for t in self.deps.tools)
-            return Prepared(call, None, {}, f"Error: unknown tool '{call.name}'. Available tools: {names}")
+            return Prepared(call, None, _as_sent(call), f"Error: unknown tool '{call.name}'. Available tools: {names}")
         try:
             args = parse_arguments(call.arguments)
         except ToolError as exc:
@@ -246,7 +248,7 @@ class BatchRunner:
         for item in self.prepared[start:]:
             if not (item.is_read and item.tool is not None):
                 break
-            if self.deps.permissions.decide(item.tool, item.checked).verdict != "allow":
+            if self.deps.permissions.decide(item.tool, item.checked, self.deps.turn_allow).verdict != "allow":
                 break
             group.append(item)
         return group or [self.prepared[start]]
@@ -288,13 +290,13 @@ class BatchRunner:
     async def _decide_and_run(self, item: Prepared) -> Outcome:
         if item.error is not None or item.tool is None:
             return await self._execute(item)
-        decision = self.deps.permissions.decide(item.tool, item.checked)
+        decision = self.deps.permissions.decide(item.tool, item.checked, self.deps.turn_allow)
         if decision.verdict == "deny":
             return Outcome(f"denied: {decision.reason}", "denied")
         if decision.verdict == "ask":
             answer = await self._ask(item, decision.reason, decision.outside_workspace)
             if answer is None:
-                return Outcome(f"{NO_APPROVER} (It asks because {decision.reason}.)", "denied")
+                return Outcome(self._headless_denial(item.tool, item.checked, decision), "denied")
             if answer.decision == "no":
                 self.rejected = True
                 return Outcome("The user rejected this tool call and stopped the turn.", "denied")
@@ -303,6 +305,30 @@ class BatchRunner:
             if rule := self._rule_to_add(item, answer.decision):
                 self.deps.permissions.add_session_rule(rule)
         return await self._execute(item)
+
+    def _headless_denial(self, tool: Tool, args: Mapping[str, Any], decision: Decision) -> str:
+        """Why a call nobody could be asked about was denied, and what would allow this very
+        call (acceptEdits only where it would: it runs no command and no MCP tool)."""
+        gate = self.deps.permissions
+        rule = gate.suggest_rule(tool, args)
+        named = f"an allow rule `{rule}`" if rule and len(rule) <= 200 else "an allow rule naming it"
+        reason = decision.reason
+        if "changes to it always ask" in reason or "is not a path that can be checked" in reason:
+            allows = f"no rule or acceptEdits allows it: only {BYPASS} runs it unasked (or the person makes it)"
+        elif reason.startswith("this command cannot be checked against the deny rules"):
+            exact = f" (`{rule}`)" if rule.startswith("Bash(") and not rule.endswith(":*)") and len(rule) <= 200 else ""
+            allows = f"only an allow rule naming exactly this command{exact} (bypassPermissions denies it too)"
+        elif server_rule := gate.server_rule(tool.name):
+            allows = (
+                f"an allow rule `{tool.name}` (this tool) or `{server_rule}` (every tool of its server), or {BYPASS}"
+            )
+        elif decision.outside_workspace:
+            allows = f"{named} (an absolute path rule) in [permissions], or {BYPASS}"
+        elif tool.kind == "edit" and gate.mode == "default" and any(use in WRITES for use in tool.paths.values()):
+            allows = f"--permission-mode acceptEdits, {named} in [permissions], or {BYPASS}"
+        else:
+            allows = f"{named} in [permissions], or {BYPASS}"
+        return f"{NO_APPROVER} It asks because {reason}. What would allow it: {allows}."
 
     async def _ask(self, item: Prepared, reason: str, outside: bool) -> ApprovalAnswer | None:
         approver = self.deps.approver
@@ -424,6 +450,15 @@ class BatchRunner:
             outcome.elapsed,
             self._summary(item),
         )
+
+
+def _as_sent(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as the model sent them, for the person to see (`ToolStarted`):
+    the object when they are one, else the raw text under `arguments`."""
+    try:
+        return parse_arguments(call.arguments)
+    except ToolError:
+        return {"arguments": call.arguments} if call.arguments.strip() else {}
 
 
 def _cancelled(done: str) -> str:

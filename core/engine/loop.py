@@ -52,7 +52,7 @@ from ..model.base import (
     valid_json,
     valid_text,
 )
-from ..model.history import assistant_message, cut_arguments, missing_replies
+from ..model.history import assistant_message, cut_arguments, missing_replies, without_images
 from ..model.retry import RetryPolicy
 from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
@@ -130,8 +130,6 @@ class Agent:
     """The text streamed so far, in pieces: `+=` on an attribute copies the whole text per
     token, which made a 2 MB answer quadratic."""
     _batch: BatchRunner | None = field(default=None, repr=False)
-    _turn_model: ChatModel | None = field(default=None, repr=False)
-    """This turn's model when a custom command chose one (`PreparedPrompt.model`)."""
     _on_interrupt: list[Event] = field(default_factory=list, repr=False)
     """Events that close what esc cut short outside a batch (a `!` command's block)."""
     _window: WindowKeeper = field(init=False, repr=False)
@@ -201,8 +199,6 @@ class Agent:
         finally:
             self._repair()
             self.busy, self._task, self._batch = False, None, None
-            self._turn_model = None
-            self.permissions.turn_allow = []
 
     def compact_soon(self, focus: str = "") -> None:
         """`/compact` while the turn runs (its sub-agents at work): compact before the
@@ -236,9 +232,12 @@ class Agent:
             yield Notice(prepared.refusal, "warning")
             yield TurnEnd("blocked")
             return
-        self._turn_model = prepared.model
-        self.permissions.turn_allow = [Rule.parse(rule) for rule in prepared.allow]
-        turn = _Turn({"role": "user", "content": prepared.content}, RepeatGuard(self.options.repeat_limit))
+        turn = _Turn(
+            {"role": "user", "content": prepared.content},
+            RepeatGuard(self.options.repeat_limit),
+            model=prepared.model,
+            allow=tuple(Rule.parse(rule) for rule in prepared.allow),
+        )
         self.append(turn.prompt)
         for content in prepared.follow:
             self.append({"role": "user", "content": content})
@@ -303,7 +302,7 @@ class Agent:
             return
         cut = response.finish_reason == "length"
         refused = refusals(calls, cut=cut, verdict=verdict, count=turn.guard.count, limit=self._max_tokens)
-        self._batch = BatchRunner(self._batch_deps(), calls, refused)
+        self._batch = BatchRunner(self._batch_deps(turn), calls, refused)
         results: dict[str, str] = {}
         async for event in self._batch.run():
             if isinstance(event, ToolFinished):
@@ -372,7 +371,7 @@ class Agent:
             dropped = self._drop_unsent(turn)
             yield Error(problem + dropped)
             return
-        async for item in self._call_model():
+        async for item in self._call_model(turn.model):
             if isinstance(item, ContextOverflowError):
                 overflow.append(item)
             else:
@@ -382,20 +381,24 @@ class Agent:
         """The options' policy as they are now (a sub-agent's or a test's may be replaced)."""
         return self.options.retry_policy()
 
-    async def _call_model(self) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
-        """One model request, retried (with backoff, in view) when it failed in a way that may
-        pass. A refusal as too long is handed back (not retried here: the history must
-        shrink first)."""
+    async def _call_model(
+        self, turn_model: ChatModel | None, bare: list[Message] | None = None
+    ) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
+        """One model request (on the turn's own model when it has one), retried (with
+        backoff, in view) when it failed in a way that may pass. A refusal as too long is
+        handed back (not retried here: the history must shrink first). A request refused
+        with an image in it is sent again once without its images (`bare`: the history so),
+        and if that is answered the history keeps them out (`_again_without_images`)."""
         schemas = self.schemas()
         options = self.options
         policy = self._retry_policy()
         waited = 0.0
         for attempt in range(1, options.request_retries + 2):
             self._partial = []
-            messages = self.request_messages()
+            messages = self.request_messages(bare)
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
-                model = self._turn_model or self.model
+                model = turn_model or self.model
                 async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
                     if isinstance(item, str):
                         self._partial.append(item)
@@ -413,6 +416,10 @@ class Agent:
                 yield exc
                 return
             except ModelError as exc:
+                if bare is None and (bare := without_images(self.history, exc.status)) is not None:
+                    async for again in self._again_without_images(turn_model, bare, exc):
+                        yield again
+                    return
                 wait = policy.next_wait(attempt, waited, exc.retry_after) if exc.retryable else None
                 if wait is None or wait.seconds is None:
                     self._partial = []
@@ -432,6 +439,32 @@ class Agent:
                 self._partial = []
                 yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
+
+    async def _again_without_images(
+        self, turn_model: ChatModel | None, bare: list[Message], refused: ModelError
+    ) -> AsyncIterator[Event | ModelResponse | ContextOverflowError]:
+        yield Notice(
+            f"the model's server refused a request that carried images ({refused.message}): it is sent again "
+            "without them, and they stay out of the conversation if that is answered",
+            "warning",
+        )
+        async for item in self._call_model(turn_model, bare):
+            if isinstance(item, ModelResponse):  # before the answer joins the history after them
+                self._keep_without_images(bare)
+            yield item
+
+    def _keep_without_images(self, bare: list[Message]) -> None:
+        """The history as it was answered without its images: so in the session too, from
+        the first message that changed on (a refused image sent with every later request,
+        `--continue` included, had each of them refused)."""
+        pairs = enumerate(zip(self.history, bare, strict=True))
+        start = next((i for i, (kept, sent) in pairs if kept is not sent), len(bare))
+        if self.session is not None:
+            self.session.rewind(start)
+        else:
+            del self.history[start:]
+        for message in bare[start:]:
+            self.append(message)
 
     # --- compaction -----------------------------------------------------------------
 
@@ -466,11 +499,24 @@ class Agent:
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self.tools]
 
-    def _batch_deps(self) -> BatchDeps:
-        return BatchDeps(self.tools, self.permissions, self.approver, self.lifecycle, self._tool_context, self._record)
+    def _batch_deps(self, turn: _Turn) -> BatchDeps:
+        return BatchDeps(
+            self.tools,
+            self.permissions,
+            self.approver,
+            self.lifecycle,
+            lambda call_id: self._tool_context(call_id, turn),
+            self._record,
+            turn.allow,
+        )
 
-    def _tool_context(self, call_id: str) -> ToolContext:
+    def _tool_context(self, call_id: str, turn: _Turn) -> ToolContext:
         gates = self.lifecycle.task_change
+        model = turn.model or self.model
+
+        async def ask_model(system: str, question: str) -> str:
+            return await side_answer(model, self.budget, self.counter, system, question)
+
         return ToolContext(
             call_id,
             self.workspace,
@@ -481,12 +527,9 @@ class Agent:
             task_gates=gates if gates else None,
             agent=self.agent,
             files=self.files,
-            host_allowed=self.permissions.host_named,
-            ask_model=self._side_answer,
+            host_allowed=lambda host: self.permissions.host_named(host, turn.allow),
+            ask_model=ask_model,
         )
-
-    async def _side_answer(self, system: str, question: str) -> str:
-        return await side_answer(self._turn_model or self.model, self.budget, self.counter, system, question)
 
     def _record(self, call_id: str, output: str, status: Status) -> str:
         """A tool result into history, cut to fit first (one huge result must not fill the window)."""
@@ -536,10 +579,15 @@ class Agent:
 
 @dataclass
 class _Turn:
-    """What one user turn keeps track of."""
+    """What one user turn keeps track of: this agent's alone. A sub-agent's loop runs
+    turns of its own under the same gate, so nothing of a turn lives on a shared object."""
 
     prompt: Message
     guard: RepeatGuard
+    model: ChatModel | None = None
+    """The turn's model when a custom command chose one (`PreparedPrompt.model`)."""
+    allow: tuple[Rule, ...] = ()
+    """Rules allowed for this turn only (a custom command's `allowed-tools`)."""
     continuations: int = 0
     stops: int = 0
     """How many times `stop` gates continued this turn."""

@@ -32,7 +32,13 @@ def encode(tasks: Sequence[Task], next_id: int, user_changes: Sequence[str] = ()
     return f'{{"format": {FILE_FORMAT}, "next_id": {next_id}{stamp}{changes}, "tasks": {body}}}\n'.encode()
 
 
-_QUIET_DEFAULTS: dict[str, Any] = {"claim": None, "attempts": [], "created_by": "", "metadata": {}}
+_QUIET_DEFAULTS: dict[str, Any] = {
+    "claim": None,
+    "attempts": [],
+    "created_by": "",
+    "created_session": "",
+    "metadata": {},
+}
 """Fields left out of a task's line while they hold their default: most tasks never meet a
 sub-agent, and files written before these fields existed read the same."""
 
@@ -78,7 +84,7 @@ def decode(document: Any) -> tuple[Tasks, int]:
     return tasks, next_id
 
 
-_TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by"}
+_TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by", "created_session"}
 _IDS = {"blocks", "blockedBy"}
 _OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since"}
 _STRUCTURED = {"claim", "attempts", "metadata"}

@@ -83,7 +83,11 @@ class Task:
     attempts: tuple[Attempt, ...] = ()
     """Earlier sub-agent runs at it, oldest first."""
     created_by: str = ""
-    """The sub-agent that created it (a subtask); empty for the main agent or the person."""
+    """The sub-agent that created it (a subtask), by name; empty for the main agent or the person."""
+    created_session: str = ""
+    """The session whose sub-agent `created_by` is: names repeat across sessions sharing a
+    list (each has its `general-1`). Empty in lists written before it was kept: such a
+    subtask is the list's own session's (`rules.created_by`)."""
     metadata: tuple[tuple[str, str], ...] = ()
     """Free-form key → value (values as JSON text) set through TaskUpdate, sorted by key."""
 

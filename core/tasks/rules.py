@@ -10,7 +10,10 @@ Sub-agents (`core/agents/`) work the same list. A task is handed to one by `clai
 a pending task with no owner and no open blocker, set to its owner and `in_progress` in
 one step. While the claim lasts the agent may change only that task's status, activeForm
 and metadata (marking it completed only records that it says so: `settle` decides) and
-the subtasks it created; the main agent may not change a claimed task at all. Work is
+the subtasks it created, each tagged with its name and session (`created_by`: another
+session on a shared list has its own `general-1`); a link it adds (`addBlocks`,
+`addBlockedBy`) changes the task at its other end too, which must be one of those as
+well. The main agent may not change a claimed task at all. Work is
 attributed per worker: the main agent's task in progress is one without a claim, so
 "one task in progress" holds per owner.
 
@@ -133,8 +136,16 @@ def with_status(task: Task, status: TaskStatus, now: float) -> Task:
 
 
 def create(
-    tasks: Tasks, next_id: int, subject: str, *, description: str, active_form: str, now: float, created_by: str = ""
+    tasks: Tasks,
+    next_id: int,
+    subject: str,
+    *,
+    description: str,
+    active_form: str,
+    now: float,
+    created_by: AgentRef | None = None,
 ) -> tuple[Tasks, Task]:
+    """A new task; `created_by`: the sub-agent whose subtask it is (None: the main agent's)."""
     _room_for_one_more(tasks)
     task = Task(
         id=str(next_id),
@@ -142,9 +153,27 @@ def create(
         description=_bounded(description, "description", MAX_DESCRIPTION),
         activeForm=_bounded(active_form, "activeForm", MAX_LABEL),
         created_at=now,
-        created_by=created_by,
+        created_by=created_by.agent if created_by is not None else "",
+        created_session=created_by.session if created_by is not None else "",
     )
     return (*tasks, task), task
+
+
+def created_by(task: Task, by: AgentRef, home: str | None) -> bool:
+    """Whether sub-agent `by` created `task`: its name and its session. A subtask tagged
+    with a name alone (a list written before the session was kept) is taken as the work of
+    the list's own session, `home`, the one session that writes a session's list; on a
+    shared list (`home` None) the writer cannot be known, so no sub-agent's it is (the main
+    agents and the person can still change it)."""
+    if not task.created_by or task.created_by != by.agent:
+        return False
+    return (task.created_session or home) == by.session
+
+
+def owns(task: Task, by: AgentRef, home: str | None) -> bool:
+    """Whether sub-agent `by` may change `task`: the task it claimed, or a subtask it
+    created that nobody has claimed."""
+    return task.claim.by(by) if task.claim is not None else created_by(task, by, home)
 
 
 def works_on(task: Task, by: AgentRef | None) -> bool:
@@ -155,9 +184,20 @@ def works_on(task: Task, by: AgentRef | None) -> bool:
     return task.claim is None if by is None else task.claim is not None and task.claim.by(by)
 
 
-def check_update(tasks: Tasks, task_id: str, by: AgentRef | None, *, status: str | None, changes: Fields) -> None:
+def check_update(
+    tasks: Tasks,
+    task_id: str,
+    by: AgentRef | None,
+    *,
+    status: str | None,
+    changes: Fields,
+    links: Iterable[str] = (),
+    home: str | None = None,
+) -> None:
     """Refuse an update its maker may not make: a sub-agent touching what is not its own
-    (its claimed task, the subtasks it created), or the main agent touching a claimed task."""
+    (its claimed task, the subtasks it created), the task at the other end of a link it
+    adds included (`links`), or the main agent touching a claimed task. `home`: the session
+    whose own list this is (None: a shared list; see `created_by`)."""
     task = find(tasks, task_id)
     claim = task.claim
     if by is None:
@@ -174,15 +214,27 @@ def check_update(tasks: Tasks, task_id: str, by: AgentRef | None, *, status: str
                 f"you may change only the status, activeForm and metadata of your task #{task_id}; "
                 "create a subtask for anything else"
             )
-        return
-    if task.created_by == by.agent and claim is None:
-        return
+    elif not owns(task, by, home):
+        raise StoreError(
+            f"task #{task_id} is not yours{_whose(task)}: {_yours(tasks, by)}; you may update only it and the "
+            "subtasks you create"
+        )
+    for other in links:
+        linked = find(tasks, other)
+        if linked.id != task_id and not owns(linked, by, home):
+            raise StoreError(
+                f"a link between #{task_id} and #{linked.id} changes #{linked.id} too, which is not yours"
+                f"{_whose(linked)}: {_yours(tasks, by)}; link only it and the subtasks you create"
+            )
+
+
+def _whose(task: Task) -> str:
+    return f" (it is {task.claim.agent}'s)" if task.claim is not None else ""
+
+
+def _yours(tasks: Tasks, by: AgentRef) -> str:
     mine = next((t.id for t in tasks if t.claim is not None and t.claim.by(by)), None)
-    holder = f" (it is {claim.agent}'s)" if claim is not None else ""
-    yours = f"your task is #{mine}" if mine else "you have no task of your own"
-    raise StoreError(
-        f"task #{task_id} is not yours{holder}: {yours}; you may update only it and the subtasks you create"
-    )
+    return f"your task is #{mine}" if mine else "you have no task of your own"
 
 
 def _own_status(task: Task, status: str | None) -> Task:
@@ -222,14 +274,17 @@ def update(
     add_blocked_by: Iterable[str] = (),
     by: AgentRef | None = None,
     person: bool = False,
+    home: str | None = None,
 ) -> tuple[Tasks, UpdateOutcome]:
     """`by`: the sub-agent making the update (None: the main agent); `person`: the person,
-    from the panel, who may change anything."""
+    from the panel, who may change anything; `home` as in `check_update`."""
+    add_blocks, add_blocked_by = tuple(add_blocks), tuple(add_blocked_by)
     old = find(tasks, task_id)
     if status is not None:
         check_status(status)
     if not person:
-        check_update(tasks, task_id, by, status=status, changes=changes)
+        links = (*add_blocks, *add_blocked_by)
+        check_update(tasks, task_id, by, status=status, changes=changes, links=links, home=home)
     if status == "deleted":
         return remove(tasks, task_id), UpdateOutcome(old, deleted=True)
     task = replace(

@@ -81,8 +81,12 @@ class TaskStore:
         clock: Callable[[], float] = time.time,
         user_changes: Iterable[str] = (),
         version: int = 0,
+        home: str | None = None,
     ) -> None:
         self.path = path
+        self.home = home
+        """The session whose own list this is (None: a list shared by any number of sessions):
+        a subtask tagged with a sub-agent's name alone is that session's (`rules.created_by`)."""
         self.warning = warning
         """Set when the file on disk was unusable at load; show it to the person once."""
         self.clock = clock
@@ -100,10 +104,11 @@ class TaskStore:
         """The file's stamp when `peek` last read it."""
 
     @classmethod
-    def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time) -> TaskStore:
-        """The store for `path` (None: in memory only). Never raises on a bad file."""
+    def load(cls, path: Path | None, *, clock: Callable[[], float] = time.time, home: str | None = None) -> TaskStore:
+        """The store for `path` (None: in memory only); `home`: the session whose own list it
+        is (None for a shared one). Never raises on a bad file."""
         if path is None:
-            return cls(None, clock=clock)
+            return cls(None, clock=clock, home=home)
         loaded, warning = read_json(path, _decode_saved)
         tasks, next_id, changes, version = loaded if loaded is not None else ((), 1, (), 0)
         tasks, cut = rules.fit_limits(tasks)
@@ -118,7 +123,14 @@ class TaskStore:
                 "nothing is dropped, but no task can be added until some are deleted."
             )
         return cls(
-            path, tasks=tasks, next_id=next_id, warning=warning, clock=clock, user_changes=changes, version=version
+            path,
+            tasks=tasks,
+            next_id=next_id,
+            warning=warning,
+            clock=clock,
+            user_changes=changes,
+            version=version,
+            home=home,
         )
 
     # --- reading -----------------------------------------------------------------
@@ -155,8 +167,10 @@ class TaskStore:
 
     # --- model-side mutations ------------------------------------------------------
 
-    async def create(self, subject: str, description: str = "", active_form: str = "", created_by: str = "") -> Task:
-        """A new task; `created_by` names the sub-agent that made it (a subtask)."""
+    async def create(
+        self, subject: str, description: str = "", active_form: str = "", created_by: AgentRef | None = None
+    ) -> Task:
+        """A new task; `created_by`: the sub-agent that made it (a subtask)."""
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             new, task = rules.create(
@@ -169,7 +183,7 @@ class TaskStore:
                 created_by=created_by,
             )
             who: history.Who = "agent" if created_by else "model"
-            by = f" by {created_by}" if created_by else ""
+            by = f" by {created_by.agent}" if created_by else ""
             return _Change(
                 new, next_id + 1, task, entry=Entry(who, f'created #{task.id} "{task.subject}"{by}', task.id)
             )
@@ -205,6 +219,7 @@ class TaskStore:
                 add_blocks=add_blocks,
                 add_blocked_by=add_blocked_by,
                 by=by,
+                home=self.home,
             )
             what = rules.describe_update(tasks, new, task_id, deleted=outcome.deleted)
             who: history.Who = "model" if by is None else "agent"

@@ -4,7 +4,8 @@ v2 (incremental): TaskCreate, TaskUpdate, TaskList, TaskGet. v1 (whole list): To
 All are `kind="task"`: they only touch the agent's own list, so they never need
 approval. A sub-agent (`ctx.agent`) works the same list under the rules in
 `core/tasks/rules.py`: it may update only the task it claimed (status, activeForm,
-metadata) and the subtasks it creates, which are tagged with its name.
+metadata) and the subtasks it creates, which are tagged with its name and session; a link
+it adds may change only tasks of those two kinds, at both ends.
 
 Models often send arguments as JSON text or Python literals (`"[{'content':
 …}]"`, `taskId: 3`, `"#3"`, `addBlockedBy: "1,2"`); those are normalised here, and
@@ -268,7 +269,7 @@ async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     subject, description, active_form = args.subject, args.description or "", args.activeForm or ""
 
-    created_by = ctx.agent.agent if ctx.agent is not None else ""
+    created_by = ctx.agent  # a sub-agent's subtask is tagged with its name and session
 
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
         new, _ = rules.create(
@@ -301,7 +302,10 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
     blocks, blocked_by, by = args.addBlocks, args.addBlockedBy, ctx.agent
     if store.get(wanted) is not None:  # no hook is asked about an update its maker may not make
         try:
-            rules.check_update(store.snapshot(), wanted, by, status=status, changes=fields)
+            links = (*blocks, *blocked_by)
+            rules.check_update(
+                store.snapshot(), wanted, by, status=status, changes=fields, links=links, home=store.home
+            )
         except StoreError as exc:
             raise ToolError(str(exc)) from exc
 
