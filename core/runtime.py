@@ -41,11 +41,12 @@ from .changes.recorder import attribution_observer, change_observers
 from .engine.instructions import build_system_context, describe_loaded
 from .engine.loop import Agent, AgentOptions
 from .events import Event, Notice
+from .hooks.code import HookCode
 from .hooks.runner import HookRunner, hook_environment
 from .hooks.spec import HookSpec
 from .hooks.trust import is_trusted, trust
 from .hooks.wiring import NotificationKind, SessionSource, ShellHooks
-from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands
+from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands, without
 from .input.file_index import FileIndex
 from .input.mentions import Attacher
 from .input.prepare import InputPreparer
@@ -99,6 +100,18 @@ def create_model(
     from .model.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
+
+
+COMMANDS_MAX_AGE = 1.0
+"""Seconds a reading of the custom commands' files is used before it is renewed."""
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 STREAM_SLICE = 0.008
@@ -217,17 +230,23 @@ class Runtime:
             hidden=self.permissions.hides,
         )
         self._open_task_files()
+        self.hook_code = HookCode(config.hooks, config.workspace)
         self.hooks = ShellHooks(
             HookRunner(
                 self._hook_specs(),
                 config.workspace,
                 env=hook_environment(config.workspace, [config.api_key_env]),
                 common=self._hook_fields,
+                vet=self.hook_code.vetter(lambda: self.config.allow_project_hooks, self._stop_project_hooks),
             )
         )
+        self.mcp.listeners.append(lambda server: self._protect_trusted_code())
+        self._protect_trusted_code()
         self.reserved_commands: frozenset[str] = frozenset()
         """Names the front end's own slash commands use: a custom command of that name loses."""
-        self._commands: tuple[float, CommandSet] | None = None
+        self._renewing = threading.Lock()
+        self._commands = self._read_commands()
+        """When the custom commands' files were read, and what they held (`custom_commands`)."""
         self.file_index = FileIndex(config.workspace, hidden=self.permissions.read_denied)
         """The workspace's files for `@` completion; built when first refreshed."""
         self.agent = self._make_agent()
@@ -279,7 +298,10 @@ class Runtime:
         """The session's task list (or the shared one) and record of changes, finishing an
         interrupted rewind and giving back the claims of sub-agents whose process died."""
         shared = self.config.task_list
-        self.store = TaskStore.load(task_list_path(shared) if shared else self.session.tasks_path)
+        # A session's own list is written by that session alone: its subtasks tagged with a
+        # bare name (lists written before sessions were kept) are its own.
+        home = None if shared else self.session.id
+        self.store = TaskStore.load(task_list_path(shared) if shared else self.session.tasks_path, home=home)
         if self.mcp.configured:
             self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
@@ -353,7 +375,9 @@ class Runtime:
         notices = [Notice(describe_loaded(self.system, self.config.workspace)), Notice(f"date {self.system.date}")]
         if self.history:
             notices.append(Notice(self._resumed_notice()))
-        notices += [Notice(w, "warning") for w in (*self.config.warnings, *self.session.warnings)]
+        notices += [
+            Notice(w, "warning") for w in (*self.config.warnings, *self.system.warnings, *self.session.warnings)
+        ]
         if self.config.project_allow:  # a cloned repository's rules: say what they let through
             notices.append(Notice("project settings allow: " + ", ".join(self.config.project_allow), "warning"))
         if self.store.warning:
@@ -387,7 +411,10 @@ class Runtime:
     def project_hooks_trusted(self) -> bool:
         """Run the project file's hooks? Only once the person said so (`core/hooks/trust.py`),
         or the user file / `--allow-project-hooks` trusts all projects."""
-        return self.config.allow_project_hooks or is_trusted(self.config.workspace, self.project_hooks)
+        if self.config.allow_project_hooks:
+            return True
+        hooks = self.project_hooks
+        return is_trusted(self.config.workspace, hooks, self.hook_code.digests(hooks))
 
     @property
     def untrusted_project_hooks(self) -> list[HookSpec]:
@@ -398,7 +425,24 @@ class Runtime:
         """The person accepted the project's hooks: remember it and run them from now on.
         Raises OSError when the acceptance cannot be saved (they still run this time)."""
         self.hooks.runner.specs = self.config.hooks
-        trust(self.config.workspace, self.project_hooks)
+        self._protect_trusted_code()
+        hooks = self.project_hooks
+        trust(self.config.workspace, hooks, self.hook_code.digests(hooks))
+
+    def _stop_project_hooks(self) -> None:
+        """A project hook's code changed since it was accepted: none of them runs again this session."""
+        self.hooks.runner.specs = [s for s in self.hooks.runner.specs if s.source != "project"]
+        self._protect_trusted_code()
+
+    def _protect_trusted_code(self) -> None:
+        """The gate keeps the model from editing what trusted hooks and project servers run
+        (their `Footprint`s): an edit there asks, with the reason; headless, it is denied."""
+        places = self.hook_code.protected(self.hooks.runner.specs)
+        for server in self.mcp.servers:
+            if server.spec.code is not None and server.state not in ("untrusted", "disabled"):
+                for path, shown in zip(server.spec.code.paths, server.spec.code.shown, strict=True):
+                    places.setdefault(path, f"{shown} is run by the accepted project MCP server {server.name}")
+        self.permissions.protected_code = places
 
     def untrusted_hooks_notice(self) -> Notice | None:
         """For headless runs, which cannot ask: say that project hooks were skipped and how to run them."""
@@ -471,20 +515,43 @@ class Runtime:
 
     # --- custom commands --------------------------------------------------------------
 
-    def custom_commands(self, max_age: float = 1.0) -> CommandSet:
-        """The custom slash commands as their files are now (read again after `max_age` seconds)."""
-        cached = self._commands
-        if cached is not None and time.monotonic() - cached[0] < max_age:
-            return cached[1]
+    def custom_commands(self) -> CommandSet:
+        """The custom slash commands as their files were last read. Never blocks an event
+        loop: a reading older than a second is renewed in a thread, for the next look
+        (without a loop, as a plain call, it is renewed at once)."""
+        read_at, found = self._commands
+        if time.monotonic() - read_at >= COMMANDS_MAX_AGE:
+            if _on_event_loop():
+                self._renew_commands_soon()
+            else:
+                read_at, found = self._read_commands()
+        return without(found, self.reserved_commands)
+
+    async def fresh_custom_commands(self) -> CommandSet:
+        """The custom commands as their files are now, read in a thread (a prompt naming
+        one is expanded from the file as it is, and asks again if it changed)."""
+        await asyncio.to_thread(self._read_commands)
+        return without(self._commands[1], self.reserved_commands)
+
+    def _read_commands(self) -> tuple[float, CommandSet]:
+        """Blocking: the command files read (`core/repo_files.py`), kept for `custom_commands`."""
         sources = default_sources(self.config.workspace, user_settings_path().parent)
-        commands = load_commands(sources, self.reserved_commands)
-        self._commands = (time.monotonic(), commands)
-        return commands
+        self._commands = (time.monotonic(), load_commands(sources))
+        return self._commands
+
+    def _renew_commands_soon(self) -> None:
+        if self._renewing.locked():
+            return
+
+        def renew() -> None:
+            with self._renewing:
+                self._read_commands()
+
+        threading.Thread(target=renew, name="todo-agent-commands", daemon=True).start()
 
     def reserve_command_names(self, names: Collection[str]) -> None:
         """The front end's own commands (`/help`…): custom commands of those names are not used."""
         self.reserved_commands = frozenset(names)
-        self._commands = None
 
     def _model_for(self, command: CustomCommand) -> ChatModel | str:
         spec = command.model or ""
@@ -559,11 +626,11 @@ class Runtime:
 
     def child_model(self, kind: AgentType, about: str) -> ChatModel:
         """A sub-agent's model: a script's own part for it, the type's model on the same
-        server, or the main agent's."""
+        server (when the server does not say it lacks it), or the session's."""
         base = self.model.get()
         if isinstance(base, ScriptsAgents):
             return base.for_agent(about)
-        if kind.model and not self.config.scripted:
+        if kind.model and not self.config.scripted and not self.child_model_notice(kind):
             return create_model(
                 kind.model,
                 base_url=self.config.base_url,
@@ -571,6 +638,18 @@ class Runtime:
                 first_byte_timeout=self.config.first_byte_timeout,
             )
         return self.model
+
+    def child_model_notice(self, kind: AgentType) -> str:
+        """Why a sub-agent of `kind` runs on the session's model instead of the one its file
+        names: the server (asked at warm-up) lists models, and not that one."""
+        listed = self.server.model_ids if self.server is not None else ()
+        if not kind.model or self.config.scripted or not listed or kind.model in listed:
+            return ""
+        offered = ", ".join(listed[:5]) + (", …" if len(listed) > 5 else "")
+        return (
+            f"the agent type '{kind.name}' names the model {kind.model[:80]!r}, which the server does not list "
+            f"({offered}); it runs on the session's model ({self.model.name})"
+        )
 
     def set_mode(self, mode: PermissionMode) -> None:
         self.permissions.mode = mode
@@ -701,8 +780,12 @@ class Runtime:
                 self.session,
                 lambda: self.agent,
                 self.child_model,
-                lambda line: build_system_context(self.config.workspace, line).prompt,
+                # The instructions as the session read them at start: never read on the event loop.
+                lambda line: (
+                    build_system_context(self.config.workspace, line, instructions=self.system.instructions).prompt
+                ),
                 self.hooks,
+                model_notice=self.child_model_notice,
             ),
             self.agent_types,
             TeamSettings(self.config.max_parallel_agents, self.config.agent_max_turns),
@@ -721,7 +804,7 @@ class Runtime:
         self.hooks.install(lifecycle)
         lifecycle.prepare_prompt = InputPreparer(
             permissions=self.permissions,
-            commands=lambda: self.custom_commands(max_age=0),
+            commands=self.fresh_custom_commands,
             attacher=self._attacher,
             approver=lambda: self.approver,
             model_for=self._model_for,

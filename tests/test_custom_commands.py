@@ -17,7 +17,7 @@ from todo_agent.core.input.custom_commands import (
     load_commands,
     parse_front_matter,
     parse_header,
-    shell_commands,
+    shell_lines,
     substitute,
 )
 from todo_agent.core.model.scripted import ScriptedModel
@@ -112,8 +112,10 @@ def test_arguments(tmp_path: Path) -> None:
     ) == 'Fix issue 42 in src/a b.py (42 "src/a b.py"). $3 is empty.'.replace("$3", "")
     assert expand(commands["/plain"], "posts.py") == "Review the code.\n\nARGUMENTS: posts.py"
     assert expand(commands["/plain"], "") == "Review the code."
-    # In a shell line an argument is one quoted word, never code.
-    assert shell_commands(commands["/shell"], "'x; rm -rf ~'") == ["git diff -- 'x; rm -rf ~'"]
+    # In a shell line an argument is data the command reads from its environment, never code.
+    [line] = shell_lines(commands["/shell"], "'x; rm -rf ~'")
+    assert line.text == 'git diff -- "${TODO_AGENT_ARG_1}"' and line.env == (("TODO_AGENT_ARG_1", "x; rm -rf ~"),)
+    assert line.judged == "git diff -- 'x; rm -rf ~'"  # what the deny rules also see
     assert expand(commands["/shell"], "a", ["OUT"]) == "Diff: OUT\nArgs: a"
     # Text the person typed is not read again for commands or placeholders.
     assert expand(commands["/plain"], "!`touch pwned` $1") == "Review the code.\n\nARGUMENTS: !`touch pwned` $1"
@@ -155,7 +157,8 @@ async def test_a_project_commands_shell_lines_run_after_one_approval_per_version
     runtime.set_approver(approver)
     await turn(runtime, "/status there")
     assert len(asked) == 1
-    assert asked[0].preview == "echo hello-from-there" and asked[0].remembered_for == ".todo-agent/commands/status.md"
+    assert asked[0].preview == 'echo hello-from-"${TODO_AGENT_ARG_1}"\n# with TODO_AGENT_ARG_1=there'
+    assert asked[0].remembered_for == ".todo-agent/commands/status.md"
     assert "Status:\nhello-from-there\nSummarise." in prompts(model)[0]
     await turn(runtime, "/status again")  # the same version: not asked again
     assert len(asked) == 1 and "hello-from-again" in prompts(model)[-1]

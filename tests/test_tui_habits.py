@@ -266,7 +266,9 @@ async def test_a_project_commands_shell_lines_ask_once_per_version(workspace: Pa
         modal = app.screen
         assert isinstance(modal, ApprovalScreen)
         text = screen_text(app)
-        assert "Run the shell commands of /status?" in text and "echo line-count=$(wc -l < a.txt)" in text
+        assert "Run the shell commands of /status?" in text
+        # The argument is data in the command's environment, and the question shows both.
+        assert 'echo line-count=$(wc -l < "${TODO_AGENT_ARG_1}")' in text and "# with TODO_AGENT_ARG_1=a.txt" in text
         assert "asked again when .todo-agent/commands/status.md changes" in text and "don't ask again" not in text
         await pilot.press("a")  # not offered here: nothing happens
         assert app.screen is modal

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..globs import split_top_level
+from ..repo_files import RepoFileError, read_repo_file
 
 Scope = Literal["project", "user"]
 
@@ -158,11 +159,13 @@ def _first_line(body: str) -> str:
 
 
 def read_command(path: Path, name: str, source: CommandSource) -> CustomCommand:
-    """One command file. Raises OSError or UnicodeDecodeError, ValueError when too big."""
-    data = path.read_bytes()
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"larger than {MAX_FILE_BYTES:,} bytes")
-    meta, body = parse_front_matter(data.decode("utf-8").replace("\r\n", "\n"))
+    """One command file. Raises RepoFileError when it cannot be used (not a regular file,
+    too big, not UTF-8), FileNotFoundError when it went away."""
+    found = read_repo_file(path, MAX_FILE_BYTES)
+    if found is None:
+        raise FileNotFoundError(path)
+    data = found.data
+    meta, body = parse_front_matter(found.text().replace("\r\n", "\n"))
     tools = meta.get("allowed-tools")
     allowed = tools if isinstance(tools, list) else _split_rules(tools or "")
     relative = path.relative_to(source.folder).as_posix()
@@ -205,15 +208,34 @@ def load_commands(sources: Sequence[CommandSource], reserved: frozenset[str] = f
                 continue
             slash = "/" + name
             if slash in reserved:
-                result.notices.append(f"custom command {slash} ({where}) is not used: {slash} is a built-in command")
+                result.notices.append(_reserved_notice(slash, where))
                 continue
             if slash in result.commands:
                 continue  # a project file wins over the person's own of the same name
             try:
                 result.commands[slash] = read_command(path, slash, source)
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                result.notices.append(f"custom command {where} skipped: {getattr(exc, 'strerror', None) or exc}")
+            except FileNotFoundError:
+                continue  # removed between the listing and the read
+            except RepoFileError as exc:
+                result.notices.append(f"custom command {where} skipped: {exc}")
     return result
+
+
+def without(found: CommandSet, reserved: frozenset[str]) -> CommandSet:
+    """`found` less the commands a `reserved` name takes (as `load_commands` would drop them)."""
+    if not reserved & found.commands.keys():
+        return found
+    kept = CommandSet(notices=list(found.notices))
+    for slash, command in found.commands.items():
+        if slash in reserved:
+            kept.notices.append(_reserved_notice(slash, command.label))
+        else:
+            kept.commands[slash] = command
+    return kept
+
+
+def _reserved_notice(slash: str, where: str) -> str:
+    return f"custom command {slash} ({where}) is not used: {slash} is a built-in command"
 
 
 # --- expanding ---------------------------------------------------------------------------
@@ -227,20 +249,18 @@ def split_arguments(arguments: str) -> list[str]:
         return arguments.split()
 
 
-def substitute(body: str, arguments: str, *, for_shell: bool = False) -> str:
-    """`$ARGUMENTS` and `$1`, `$2`… replaced; `for_shell`: each value shell-quoted."""
+def _value(key: str, arguments: str, words: Sequence[str]) -> str:
+    """What `$ARGUMENTS` (`key` "ARGUMENTS") or `$1`, `$2`… (`key` "1", "2"…) stands for."""
+    if key == "ARGUMENTS":
+        return arguments
+    index = int(key) - 1
+    return words[index] if 0 <= index < len(words) else ""
+
+
+def substitute(body: str, arguments: str) -> str:
+    """`$ARGUMENTS` and `$1`, `$2`… replaced by their text (in the prompt, not in a shell line)."""
     words = split_arguments(arguments)
-
-    def value(match: re.Match[str]) -> str:
-        key = match[1]
-        if key == "ARGUMENTS":
-            text = arguments
-        else:
-            index = int(key) - 1
-            text = words[index] if 0 <= index < len(words) else ""
-        return shlex.quote(text) if for_shell else text
-
-    return _PLACEHOLDER.sub(value, body)
+    return _PLACEHOLDER.sub(lambda match: _value(match[1], arguments, words), body)
 
 
 def expand(command: CustomCommand, arguments: str, outputs: Sequence[str] = ()) -> str:
@@ -256,9 +276,137 @@ def expand(command: CustomCommand, arguments: str, outputs: Sequence[str] = ()) 
     return text
 
 
-def shell_commands(command: CustomCommand, arguments: str) -> list[str]:
-    """The file's `` !`cmd` `` commands as they will run, with the arguments in (shell-quoted)."""
-    return [substitute(line, arguments.strip(), for_shell=True) for line in command.shell_commands]
+ARGUMENTS_VARIABLE = "TODO_AGENT_ARGUMENTS"
+ARGUMENT_VARIABLE = "TODO_AGENT_ARG_{}"
+"""The environment variables a `` !`cmd` `` line reads its arguments from (`$2` → `TODO_AGENT_ARG_2`)."""
+
+
+@dataclass(frozen=True)
+class ShellLine:
+    """One `` !`cmd` `` line as it runs. Its placeholders became references to environment
+    variables (`"${TODO_AGENT_ARG_1}"`) that hold the arguments, so bash never reads an
+    argument's text as shell: whatever the person typed, and wherever the file's own
+    quotes put the placeholder, it reaches the command as data."""
+
+    text: str
+    """What bash runs (and what the approval shows)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """The variables it reads, with this run's arguments."""
+    judged: str = ""
+    """The same line with the values written in as shell-quoted words: what the deny rules
+    are matched against as well, since a value can be what a rule names (`git push origin`)."""
+    probe: str = ""
+    """The line with every placeholder a plain word (`x`): what the reader sees in it
+    when no argument decides anything."""
+    refusal: str = ""
+    """Why it may not run: a placeholder where bash evaluates text (arithmetic, `${…}`)."""
+
+
+# Where bash evaluates what it reads as an expression: an argument there would be code
+# (`a[$(cmd)]` runs cmd in arithmetic, even from a quoted word or a variable's value).
+_EVALUATED = {
+    "((": "arithmetic",
+    "$[": "arithmetic",
+    "${": "a ${…} expansion",
+    "[[": "an arithmetic test",
+    "let": "let",
+}
+_CODE = ("", "(", "$(", "`")
+"""Contexts where bash reads commands (the line itself, a subshell, a substitution)."""
+_OPENERS = ("$((", "$[", "${", "$(", "$'", '$"', "'", '"', "`", "((", "(")
+_CLOSERS = {"((": "))", "$[": "]", "${": "}", "[[": "]]", "(": ")", "$(": ")", "`": "`", '"': '"'}
+_CONTEXT_OF = {"$((": "((", '$"': '"'}
+_ARITHMETIC_TEST = re.compile(r"(?<!\S)-(?:eq|ne|lt|le|gt|ge)(?!\S)")
+_WORD_START = frozenset(" \t\n;&|(){}")
+
+
+def _placeholder_forms(context: str, variable: str, value: str) -> tuple[str, str]:
+    """(as it runs, as judged) for a placeholder inside `context`. In double quotes the
+    reference is already one word of data; elsewhere the quote it stands in is closed
+    around a double-quoted reference (the value, shell-quoted, for the judged line)."""
+    if context == '"':
+        return f"${{{variable}}}", f'"{shlex.quote(value)}"'
+    closing, opening = {"'": ("'", "'"), "$'": ("'", "$'")}.get(context, ("", ""))
+    return f'{closing}"${{{variable}}}"{opening}', f"{closing}{shlex.quote(value)}{opening}"
+
+
+def _opener(line: str, i: int, context: str) -> str:
+    """The quote or construct that opens at `i` in `context` (not a quote's inside), or ""."""
+    if context == '"':
+        return next((o for o in ("$((", "$[", "${", "$(", "`") if line.startswith(o, i)), "")
+    found = next((o for o in _OPENERS if line.startswith(o, i)), "")
+    if context in _CODE and (i == 0 or line[i - 1] in _WORD_START):
+        if re.match(r"let\s", line[i:]):
+            return "let"
+        end = line.find("]]", i)
+        if re.match(r"\[\[\s", line[i:]) and _ARITHMETIC_TEST.search(line, i, len(line) if end < 0 else end):
+            return "[["
+    return found
+
+
+def bind_arguments(line: str, arguments: str) -> ShellLine:
+    """`line` with its placeholders reading the arguments from the environment.
+
+    A small reading of bash's quoting (single, double and `$'…'` quotes, substitutions,
+    arithmetic, `${…}`) decides how each placeholder is written. Were it ever to read a
+    line otherwise than bash, the reference would come out as literal text or as several
+    words, never as code: the argument's text is not in the line at all. A placeholder
+    escaped with a backslash (`\\$1`) is bash's literal `$1` and stays as written.
+    """
+    words = split_arguments(arguments)
+    ran: list[str] = []
+    judged: list[str] = []
+    probe: list[str] = []
+    env: dict[str, str] = {}
+    refusal = ""
+    stack: list[str] = []  # the quotes and constructs open at `i`, innermost last
+    i = 0
+    while i < len(line):
+        context = stack[-1] if stack else ""
+        quoted = context in ("'", "$'")
+        found = _PLACEHOLDER.match(line, i)
+        if found is not None and not line.startswith("$$", i):
+            key = found[1]
+            variable = ARGUMENTS_VARIABLE if key == "ARGUMENTS" else ARGUMENT_VARIABLE.format(int(key))
+            value = env.setdefault(variable, _value(key, arguments, words))
+            evaluated = next((_EVALUATED[c] for c in stack if c in _EVALUATED), "")
+            if evaluated and not refusal:
+                refusal = f"{found[0]} stands in {evaluated}, where bash would evaluate the argument as code"
+            if "\0" in value and not refusal:
+                refusal = f"{found[0]} holds a NUL byte, which no command can be given"
+            as_run, as_judged = _placeholder_forms(context, variable, value)
+            ran.append(as_run)
+            judged.append(as_judged)
+            probe.append("x")
+            i = found.end()
+            continue
+        step = 1
+        if line.startswith("\\", i) and context != "'":
+            step = 2  # an escaped character (in `$'…'` too): `\\$1`, `\\'` are not what they look like
+        elif quoted:
+            if line[i] == "'":
+                stack.pop()
+        elif line.startswith("$$", i):
+            step = 2  # the shell's PID: `$$1` is no placeholder
+        elif context == "let" and line[i] in ";&|\n)":
+            stack.pop()
+            continue  # the character ends the `let` and is read again outside it
+        elif (closer := _CLOSERS.get(context)) is not None and line.startswith(closer, i):
+            stack.pop()
+            step = len(closer)
+        elif opened := _opener(line, i, context):
+            stack.append(_CONTEXT_OF.get(opened, opened))
+            step = len(opened)
+        ran.append(line[i : i + step])
+        judged.append(line[i : i + step])
+        probe.append(line[i : i + step])
+        i += step
+    return ShellLine("".join(ran), tuple(env.items()), "".join(judged), "".join(probe), refusal)
+
+
+def shell_lines(command: CustomCommand, arguments: str) -> list[ShellLine]:
+    """The file's `` !`cmd` `` commands as they will run, the arguments in their environment."""
+    return [bind_arguments(line, arguments.strip()) for line in command.shell_commands]
 
 
 def header(command: CustomCommand, arguments: str) -> str:

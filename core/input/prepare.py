@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import shlex
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from ..events import Attached, CommandExpanded, Event, Notice
 from ..lifecycle import PreparedPrompt
 from ..model.base import ChatModel
+from ..permissions.command_forms import analyse
 from ..permissions.modes import ApprovalRequest, Approver
-from ..permissions.policy import PermissionPolicy
+from ..permissions.policy import Decision, PermissionPolicy
 from ..permissions.rules import Rule
 from ..tools.bash import BASH, DEFAULT_TIMEOUT, child_env, run_command
 from ..tools.results import ToolError
 from .approvals import approve, is_approved
-from .custom_commands import CommandSet, CustomCommand, expand, header, shell_commands
+from .custom_commands import CommandSet, CustomCommand, ShellLine, expand, header, shell_lines
 from .mentions import Attacher, attachment_message
 
 
@@ -49,8 +51,8 @@ class InputPreparer:
     """The `prepare_prompt` of one runtime (everything it needs, asked for when a prompt comes)."""
 
     permissions: PermissionPolicy
-    commands: Callable[[], CommandSet]
-    """The custom commands as the files are now (read again for each prompt)."""
+    commands: Callable[[], Awaitable[CommandSet]]
+    """The custom commands as the files are now (read again, in a thread, for each prompt)."""
     attacher: Callable[[], Attacher]
     approver: Callable[[], Approver | None]
     model_for: Callable[[CustomCommand], ChatModel | str]
@@ -59,7 +61,7 @@ class InputPreparer:
 
     async def __call__(self, text: str) -> AsyncIterator[Event | PreparedPrompt]:
         name, arguments = split_command(text)
-        command = self.commands().commands.get(name) if name else None
+        command = (await self.commands()).commands.get(name) if name else None
         prepared = PreparedPrompt(text)
         mentioned = text
         if command is not None:
@@ -86,7 +88,7 @@ class InputPreparer:
     ) -> AsyncIterator[Event]:
         """Run the command's shell lines if they may run, and put in `outcome` the prompt
         it makes (or a refusal) and the text to look for `@` mentions in."""
-        lines = shell_commands(command, arguments)
+        lines = shell_lines(command, arguments)
         rules, problems = _rules(command.allowed_tools)
         for problem in problems:
             yield Notice(f"{command.label}: allowed-tools {problem}; ignored", "warning")
@@ -110,16 +112,13 @@ class InputPreparer:
         mentioned = expand(command, arguments, [""] * len(lines))
         outcome.append((PreparedPrompt(header(command, arguments) + body, model=model, allow=rules), mentioned))
 
-    async def _may_run(self, command: CustomCommand, lines: list[str], rules: tuple[str, ...]) -> tuple[str, bool]:
+    async def _may_run(
+        self, command: CustomCommand, lines: list[ShellLine], rules: tuple[str, ...]
+    ) -> tuple[str, bool]:
         """(why not, whether the person approved this version). Asks when it must."""
-        policy = self.permissions
-        asking: list[str] = []
-        for line in lines:
-            decision = policy.decide(BASH, {"command": line})
-            if decision.verdict == "deny":
-                return f"{command.name} not sent: its command `{line}` is denied ({decision.reason})", False
-            if decision.verdict == "ask":
-                asking.append(line)
+        refused, asking = self._judge(command, lines)
+        if refused:
+            return refused, False
         if command.scope == "user":
             return "", True  # the person's own file: its lines are theirs
         approved = is_approved(command.path, command.digest)
@@ -132,7 +131,7 @@ class InputPreparer:
             return (
                 f"{command.name} not sent: {command.label} is a project file, and in -p mode its shell commands "
                 f"run only when an allow rule covers them or you approved this version in the app "
-                f"({'; '.join(asking)})",
+                f"({'; '.join(line.text for line in asking)})",
                 False,
             )
         answer = await approver(_request(command, asking, rules))
@@ -142,9 +141,30 @@ class InputPreparer:
             approve(command.path, command.digest)
         return "", True
 
-    async def _run(self, line: str) -> str:
+    def _judge(self, command: CustomCommand, lines: list[ShellLine]) -> tuple[str, list[ShellLine]]:
+        """Why a line may not run at all (a placeholder bash would evaluate, a deny rule on
+        the line as it runs or with its arguments written in), and the lines the gate asks about."""
+        asking: list[ShellLine] = []
+        for line in lines:
+            if refusal := _refusal(line):
+                return f"{command.name} not sent: in its command `{line.text}`, {refusal}", []
+            ran, judged = self._decide(line.text), self._decide(line.judged)
+            if ran.verdict == "deny":
+                return f"{command.name} not sent: its command `{line.text}` is denied ({ran.reason})", []
+            if judged.verdict == "deny":
+                why = f"with the arguments in (`{line.judged}`), is denied ({judged.reason})"
+                return f"{command.name} not sent: its command `{line.text}`, {why}", []
+            if "ask" in (ran.verdict, judged.verdict):
+                asking.append(line)
+        return "", asking
+
+    def _decide(self, text: str) -> Decision:
+        return self.permissions.decide(BASH, {"command": text})
+
+    async def _run(self, line: ShellLine) -> str:
+        env = {**child_env(self.hidden_env), **dict(line.env)}
         try:
-            result = await run_command(line, self.permissions.workspace, DEFAULT_TIMEOUT, child_env(self.hidden_env))
+            result = await run_command(line.text, self.permissions.workspace, DEFAULT_TIMEOUT, env)
         except ToolError as exc:
             return f"Error: {exc}"
         return result.output
@@ -161,7 +181,39 @@ def _rules(allowed: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     return tuple(good), problems
 
 
-def _request(command: CustomCommand, lines: list[str], rules: tuple[str, ...]) -> ApprovalRequest:
+def _refusal(line: ShellLine) -> str:
+    """Why an argument could be code in `line`: a placeholder where bash evaluates text, or
+    one the shell reader says decides what runs (`sh -c "$1"`, `$1 --version`, `git $1`)."""
+    if line.refusal:
+        return line.refusal
+    if not line.env:
+        return ""
+    plain = set(analyse(line.probe).unknown)  # what it cannot see with no argument deciding anything
+    added = [why for why in analyse(line.text).unknown if why not in plain]
+    return f"an argument would decide what runs ({added[0]})" if added else ""
+
+
+def _shown(lines: list[ShellLine]) -> str:
+    """The commands as they run, then the arguments they read this time (in the environment)."""
+    values = dict(pair for line in lines for pair in line.env)
+    given = [f"# with {name}={_literal(value)}" for name, value in values.items()]
+    return "\n".join([*(line.text for line in lines), *given])
+
+
+def _literal(value: str) -> str:
+    """`value` as one shell word on one line (`$'…'` when it holds a line break or a control)."""
+    if value.isprintable():
+        return shlex.quote(value)
+    escaped = "".join(
+        ch if ch.isprintable() and ch not in "\\'" else _ESCAPES.get(ch, f"\\u{ord(ch):04x}") for ch in value
+    )
+    return f"$'{escaped}'"
+
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _request(command: CustomCommand, lines: list[ShellLine], rules: tuple[str, ...]) -> ApprovalRequest:
     runs = f"runs {len(lines)} shell command{'s' if len(lines) != 1 else ''} before its prompt is sent"
     grants = f"allows {', '.join(rules)} during the turn" if rules else ""
     summary = f"{command.label} " + " and ".join(part for part in (runs if lines else "", grants) if part)
@@ -169,7 +221,7 @@ def _request(command: CustomCommand, lines: list[str], rules: tuple[str, ...]) -
         tool=command.name,
         arguments={"file": str(command.path)},
         summary=summary,
-        preview="\n".join(lines) if lines else "\n".join(rules),
+        preview=_shown(lines) if lines else "\n".join(rules),
         preview_kind="command",
         outside_workspace=False,
         suggested_rule="",
