@@ -4,8 +4,12 @@ the permission rules, and the answer from a separate request."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -110,14 +114,128 @@ async def test_a_name_that_resolves_to_a_local_address_is_refused(
 @pytest.mark.parametrize(
     "address",
     ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1",
-     "fe80::1", "fd00::1", "::ffff:127.0.0.1", "224.0.0.1"],
+     "fe80::1", "fd00::1", "::ffff:127.0.0.1", "224.0.0.1",
+     # IPv6 forms that carry a private IPv4 address: NAT64, 6to4, IPv4-translated, -compatible
+     "64:ff9b::7f00:1", "64:ff9b::10.0.0.1", "64:ff9b::169.254.169.254", "64:ff9b:1::8.8.8.8",
+     "2002:7f00:1::1", "2002:a9fe:a9fe::", "::ffff:0:127.0.0.1", "::ffff:0:a00:1", "::127.0.0.1",
+     "::10.0.0.1", "::", "::ffff:192.168.1.1"],
 )  # fmt: skip
 def test_which_addresses_are_private(address: str) -> None:
     assert not web_fetch._public(address)
 
 
-def test_public_addresses_are_public() -> None:
-    assert web_fetch._public("93.184.216.34") and web_fetch._public("2606:2800:220:1::1")
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "2606:2800:220:1::1", "64:ff9b::8.8.8.8", "2002:808:808::1", "::ffff:0:8.8.8.8"]
+)
+def test_public_addresses_are_public(address: str) -> None:
+    assert web_fetch._public(address)
+
+
+async def test_a_url_naming_a_private_ipv4_in_ipv6_form_is_refused(workspace: Path) -> None:
+    with pytest.raises(
+        ToolError,
+        match=r"::ffff:0:127\.0\.0\.1 is a private or local address \(::ffff:0:7f00:1, which carries 127\.0\.0\.1\)",
+    ):
+        await fetched(context(workspace), "http://[::ffff:0:127.0.0.1]/")
+
+
+@contextmanager
+def trickle(interval: float) -> Iterator[str]:
+    """A server that answers with headers at once, then one byte every `interval` seconds."""
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            while not stop.wait(interval):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield str(server.server_address[1])
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+async def test_the_deadline_is_for_the_whole_fetch_not_each_read(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each byte comes well within the per-read timeout; the fetch still ends at the deadline."""
+    monkeypatch.setattr(web_fetch, "TIMEOUT", 1.0)
+    with trickle(0.1) as port:
+        started = time.monotonic()
+        with pytest.raises(ToolError, match=r"took longer than 1 s in all: stopped; \d+ bytes had come"):
+            await fetched(context(workspace, "127.0.0.1"), f"http://127.0.0.1:{port}/")
+    assert time.monotonic() - started < 10  # the page would go on for as long as it is read
+
+
+async def test_deeply_nested_html_comes_back_as_plain_text(workspace: Path) -> None:
+    depth = 100_000
+    html = (
+        f"<html><head><title>Deep</title></head><body><h1>Top</h1>{'<div>' * depth}core{'</div>' * depth}</body></html>"
+    )
+    with serve({"/": page(html)}) as port:
+        text = await fetched(context(workspace, "127.0.0.1"), f"http://127.0.0.1:{port}/")
+    markdown = text.split("\n\n", 1)[1]
+    assert markdown == (
+        f"# Deep\n\n(The page nests its elements {depth + 2:,} deep, past {web_fetch.MAX_NESTING}: "
+        "shown as plain text.)\n\nTop\ncore"
+    )
+
+
+def test_html_up_to_the_nesting_limit_is_markdown() -> None:
+    levels = web_fetch.MAX_NESTING - 2  # <html><body> are two
+    html = f"<html><body>{'<div>' * (levels - 1)}<b>core</b>{'</div>' * (levels - 1)}</body></html>"
+    assert web_fetch.to_markdown(web_fetch.Page("u", 200, "text/html", html)) == "**core**"
+
+
+def test_headless_never_prints_a_traceback_for_a_hostile_page(workspace: Path, tmp_path: Path) -> None:
+    """Deep nesting, an address in IPv6 dress and a page that is not there, through `-p`."""
+    from todo_agent.core.settings import user_settings_path
+
+    settings = user_settings_path()
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('[permissions]\nallow = ["WebFetch(domain:127.0.0.1)"]\n', encoding="utf-8")
+    depth = 50_000
+    with serve({"/deep": page(f"<html><body>{'<i>' * depth}down here{'</i>' * depth}</body></html>")}) as port:
+        urls = [
+            f"http://127.0.0.1:{port}/deep",
+            f"http://[::ffff:0:127.0.0.1]:{port}/",
+            f"http://127.0.0.1:{port}/gone",
+        ]
+        steps = [{"tool_calls": [{"name": "WebFetch", "arguments": {"url": u, "prompt": "?"}}]} for u in urls]
+        steps = [steps[0], "It is deep.", steps[1], steps[2], "Done."]
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(steps), encoding="utf-8")
+        argv = [sys.executable, "-m", "todo_agent.frontends.cli", "--model", f"script:{script}", "-p", "go"]
+        done = subprocess.run(
+            [*argv, "--output-format", "stream-json", "--permission-mode", "bypassPermissions"],
+            check=False,
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
+    finished = [e for e in map(json.loads, done.stdout.splitlines()) if e.get("type") == "ToolFinished"]
+    assert [e["status"] for e in finished] == ["ok", "error", "error"], finished
+    assert finished[0]["output"].endswith("It is deep.")  # converted (as plain text) and answered from
+    assert "is a private or local address" in finished[1]["output"]
+    assert "HTTP 404" in finished[2]["output"]
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://localhost/x", "gopher://localhost/", "localhost:80/x"])

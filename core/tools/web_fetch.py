@@ -18,7 +18,15 @@ todo-agent reach what only this machine can:
   checked (a second lookup could answer differently), and proxy variables are not used;
 - a redirect to another host: it is reported, not followed (fetch that URL to follow
   it); at most 5 redirects on the same host, each one checked again;
-- a body over `MAX_BYTES` (it is cut there, with a note), and content that is not text.
+- a body over `MAX_BYTES` (it is cut there, with a note), and content that is not text;
+- a fetch that takes longer than `TIMEOUT` in all (resolving, connecting, redirects and
+  reading: a page that trickles a byte every few seconds is stopped at the deadline, not
+  at each read's).
+The address check covers the IPv6 forms that carry an IPv4 address (IPv4-mapped,
+IPv4-translated, IPv4-compatible, 6to4, NAT64 `64:ff9b::/96`; `64:ff9b:1::/48` is a local
+NAT64 prefix and refused whole): each is as private as the address it carries. HTML nested
+deeper than `MAX_NESTING` (the converter recurses per level) comes back as its plain text,
+with a note, rather than as Markdown.
 Whether it may run at all is the permission gate's: the tool declares `url` as what it
 fetches (`network="url"`), and the gate asks unless a `WebFetch(domain:…)` rule allows it.
 """
@@ -47,7 +55,9 @@ MAX_REDIRECTS = 5
 MAX_BYTES = 5_000_000
 """Bytes of a response read at most."""
 TIMEOUT = 30.0
-"""Seconds for the whole fetch (connecting, each redirect, reading)."""
+"""Seconds for the whole fetch (resolving, connecting, each redirect, reading), all told."""
+MAX_NESTING = 256
+"""Elements deep a page is converted to Markdown at most; deeper, it is read as plain text."""
 USER_AGENT = "todo-agent-webfetch/1"
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript")
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "head")
@@ -81,11 +91,40 @@ def host_of(url: str) -> str:
         return ""
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _carried(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, translated, compatible, 6to4, NAT64)."""
+    low = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or ip in _TRANSLATED or (ip in _COMPATIBLE and int(ip) > 1):
+        return low
+    return None
+
+
 def _public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", maxsplit=1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False  # a network's own translator: what it reaches is that network's
+        carried = _carried(ip)
+        if carried is not None:
+            return carried.is_global and not carried.is_multicast
     return ip.is_global and not ip.is_multicast
+
+
+def _described(address: str) -> str:
+    """An address as the refusal names it: with the IPv4 address it carries, if it does."""
+    ip = ipaddress.ip_address(address.split("%", maxsplit=1)[0])
+    carried = _carried(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    return f"{address}, which carries {carried}" if carried is not None else address
 
 
 async def _resolve(host: str, port: int) -> list[str]:
@@ -110,8 +149,9 @@ async def _checked_address(url: str, host_allowed: Callable[[str], bool]) -> str
     private = [a for a in addresses if not _public(a)]
     if private and not host_allowed(host):
         raise ToolError(
-            f"{host} is a private or local address ({', '.join(private[:3])}): refused, so a page cannot reach this "
-            f"machine or its network. Allow it with the rule WebFetch(domain:{host}) if you mean to"
+            f"{host} is a private or local address ({', '.join(map(_described, private[:3]))}): refused, "
+            "so a page cannot reach this machine or its network. "
+            f"Allow it with the rule WebFetch(domain:{host}) if you mean to"
         )
     return addresses[0]
 
@@ -129,11 +169,23 @@ def _pinned(url: str, address: str) -> tuple[str, dict[str, str], dict[str, Any]
     return target, {"Host": host_header}, {"sni_hostname": parts.hostname or ""}
 
 
-async def fetch(url: str, host_allowed: Callable[[str], bool]) -> Page:
-    """The page at `url`, redirects on its own host followed (each checked again)."""
+async def fetch(url: str, host_allowed: Callable[[str], bool], deadline: float | None = None) -> Page:
+    """The page at `url`, redirects on its own host followed (each checked again), all
+    within `deadline` seconds (`TIMEOUT` unless given)."""
+    seconds = TIMEOUT if deadline is None else deadline
+    read: list[int] = [0]
+    try:
+        async with asyncio.timeout(seconds):
+            return await _fetch(url, host_allowed, seconds, read)
+    except TimeoutError:
+        got = f"; {read[0]:,} bytes had come" if read[0] else ""
+        raise ToolError(f"{short(url)} took longer than {seconds:g} s in all: stopped{got}") from None
+
+
+async def _fetch(url: str, host_allowed: Callable[[str], bool], seconds: float, read: list[int]) -> Page:
     import httpx2
 
-    async with httpx2.AsyncClient(trust_env=False, follow_redirects=False, timeout=TIMEOUT) as client:
+    async with httpx2.AsyncClient(trust_env=False, follow_redirects=False, timeout=seconds) as client:
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             address = await _checked_address(current, host_allowed)
@@ -149,7 +201,9 @@ async def fetch(url: str, host_allowed: Callable[[str], bool]) -> Page:
                 if response.is_redirect:
                     current = _next(current, response)
                     continue
-                return await _read(current, response)
+                return await _read(current, response, read)
+            except httpx2.HTTPError as exc:
+                raise ToolError(f"cannot read {short(current)}: {type(exc).__name__}: {exc}") from exc
             finally:
                 await response.aclose()
     raise ToolError(f"more than {MAX_REDIRECTS} redirects from {short(url)}; not followed further")
@@ -168,7 +222,7 @@ def _next(current: str, response: httpx2.Response) -> str:
     return following
 
 
-async def _read(url: str, response: httpx2.Response) -> Page:
+async def _read(url: str, response: httpx2.Response, read: list[int]) -> Page:
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type and not content_type.startswith(_TEXT_TYPES):
         raise ToolError(f"{short(url)} is {content_type}, not a text page")
@@ -176,6 +230,7 @@ async def _read(url: str, response: httpx2.Response) -> Page:
     cut = False
     async for chunk in response.aiter_bytes():
         body += chunk
+        read[0] = len(body)
         if len(body) > MAX_BYTES:
             del body[MAX_BYTES:]
             cut = True
@@ -187,7 +242,8 @@ async def _read(url: str, response: httpx2.Response) -> Page:
 
 
 def to_markdown(page: Page) -> str:
-    """The page as Markdown (HTML converted; any other text as it is)."""
+    """The page as Markdown (HTML converted; any other text as it is; HTML nested deeper
+    than `MAX_NESTING` as its plain text, with a note)."""
     if "html" not in page.content_type and not page.text.lstrip()[:200].lower().startswith(("<!doctype html", "<html")):
         return page.text
     from bs4 import BeautifulSoup
@@ -197,8 +253,27 @@ def to_markdown(page: Page) -> str:
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for tag in soup(list(_DROPPED_TAGS)):
         tag.decompose()
+    depth = _depth(soup)
+    if depth > MAX_NESTING:
+        lines = (" ".join(line.split()) for line in soup.get_text("\n").splitlines())
+        text = "\n".join(line for line in lines if line)
+        note = f"(The page nests its elements {depth:,} deep, past {MAX_NESTING}: shown as plain text.)"
+        return "\n\n".join(part for part in (f"# {title}" if title else "", note, text) if part)
     text = MarkdownConverter(heading_style="ATX", bullets="-", code_language="").convert_soup(soup).strip()
     return f"# {title}\n\n{text}" if title and not text.startswith("# ") else text
+
+
+def _depth(soup: Any) -> int:
+    """How many elements deep the tree goes, walked without recursion."""
+    from bs4 import Tag
+
+    deepest = 0
+    stack = [(soup, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in tag.contents if isinstance(child, Tag))
+    return deepest
 
 
 async def _web_fetch(args: WebFetchArgs, ctx: ToolContext) -> str:
