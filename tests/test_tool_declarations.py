@@ -34,15 +34,18 @@ EXAMPLE = (base.__doc__ or "").split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def example_namespace() -> dict[str, Any]:
-    """Run the documented example as the module it says it is; its names, `WORD_COUNT` among them."""
-    namespace: dict[str, Any] = {"__name__": "todo_agent.core.tools.word_count", "__package__": "todo_agent.core.tools"}
+    """Run the documented example as the module it says it is; its names, `EXAMPLE_WORD_COUNT` among them."""
+    namespace: dict[str, Any] = {
+        "__name__": "todo_agent.core.tools.example_word_count",
+        "__package__": "todo_agent.core.tools",
+    }
     exec(compile(EXAMPLE, "core/tools/base.py (example)", "exec", dont_inherit=True), namespace)
     return namespace
 
 
 def declare_example() -> Tool:
     """The documented example's tool (its description file aside: the caller stubs it)."""
-    tool = example_namespace()["WORD_COUNT"]
+    tool = example_namespace()["EXAMPLE_WORD_COUNT"]
     assert isinstance(tool, Tool)
     return tool
 
@@ -53,7 +56,7 @@ def example(monkeypatch: pytest.MonkeyPatch) -> Tool:
     return declare_example()
 
 
-EVERY = [*sorted(TOOL), "WordCount"]
+EVERY = [*sorted(TOOL), "ExampleWordCount"]
 """Every built-in tool (both task-tool sets), and one added by the documented recipe."""
 
 
@@ -126,15 +129,16 @@ def test_deny_rules_on_reading_and_writing_hold_every_declared_path(
 
 
 def test_a_rule_on_the_new_tool_covers_its_family(example: Tool, tmp_path: Path) -> None:
-    """`WordCount(.env)` is a rule on reading: it denies Read too, as `Read(.env)` denies WordCount."""
-    policy = gate(tmp_path, deny=["WordCount(.env)"])
+    """`ExampleWordCount(.env)` is a rule on reading: it denies Read too, as `Read(.env)` denies ExampleWordCount."""
+    policy = gate(tmp_path, deny=["ExampleWordCount(.env)"])
     policy.know([example])
     assert policy.decide(TOOL["Read"], {"file_path": ".env"}).verdict == "deny"
     assert policy.decide(TOOL["Grep"], {"pattern": "x", "path": ".env"}).verdict == "deny"
     assert policy.decide(TOOL["Write"], {"file_path": ".env", "content": ""}).verdict == "ask"  # writing: other family
     policy = gate(tmp_path, deny=["Read(.env)"])
     assert (
-        policy.decide(example, {"file_path": ".env"}).reason == "WordCount is denied by the permission rule Read(.env)"
+        policy.decide(example, {"file_path": ".env"}).reason
+        == "ExampleWordCount is denied by the permission rule Read(.env)"
     )
 
 
@@ -245,6 +249,54 @@ async def test_bad_arguments_are_refused_before_anyone_is_asked(tmp_path: Path) 
     assert runner.asked == []  # type: ignore[attr-defined]
 
 
+async def test_the_recipes_tool_names_its_file_when_it_asks(example: Tool, tmp_path: Path) -> None:
+    """The example declares no summary: the approval still says which file it would read."""
+    outside = tmp_path / "elsewhere" / "notes.txt"
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    runner = _batch(example, gate(workspace), workspace, {"file_path": str(outside)})
+    assert (await _finished(runner)).status == "denied"
+    (request,) = runner.asked  # type: ignore[attr-defined]
+    assert request.summary.endswith("elsewhere/notes.txt") and len(request.summary) <= 60
+
+
+def test_a_network_tools_default_summary_is_its_url() -> None:
+    class _Get(Arguments):
+        url: str
+
+    async def get(args: _Get, ctx: ToolContext) -> str:
+        return args.url
+
+    tool = declare("ExampleGet", _Get, get, kind="read", paths={}, network="url", description="get")
+    assert tool.summarize({"url": "https://example.org/a"}) == "https://example.org/a"
+
+
+def test_two_tools_of_one_name_are_refused(example: Tool) -> None:
+    from todo_agent.core.mcp.tools import ToolSet
+
+    with pytest.raises(ValueError, match="two tools are named Read: a tool's name must be its own"):
+        ToolSet(
+            [
+                *TOOL.values(),
+                declare(
+                    "Read", _AliasArgs, _show, kind="read", paths={"file_path": "read"}, description="a second Read"
+                ),
+            ],
+            None,
+            schema_room=lambda: 0,
+            hidden=bool,
+        )  # type: ignore[arg-type]
+
+
+def test_no_real_tool_takes_the_examples_name(example: Tool) -> None:
+    """The declaration tests add the example beside every real tool: a real tool of its name
+    would be shadowed in them, and its checks would quietly test the example instead."""
+    from todo_agent.core import runtime
+
+    real = {tool.name for version in ("v1", "v2") for tool in runtime.build_tools(version)}
+    assert example.name not in real and example.name.startswith("Example")
+
+
 # --- through the real command: the documented recipe, added to the tools --------------------
 
 _RUN_WITH_EXAMPLE = """
@@ -254,9 +306,9 @@ from todo_agent.core.tools import base
 sys.path.insert(0, sys.argv[1])
 from test_tool_declarations import declare_example
 base.load_description = lambda package, name: "Count the words in a file."
-word_count = declare_example()
+example_word_count = declare_example()
 built = runtime.build_tools
-runtime.build_tools = lambda version: [*built(version), word_count]
+runtime.build_tools = lambda version: [*built(version), example_word_count]
 from todo_agent.frontends.cli import main
 main(sys.argv[2:])
 """
@@ -281,9 +333,9 @@ def test_a_tool_added_by_the_recipe_asks_outside_and_obeys_deny_rules(
     settings.parent.mkdir()
     settings.write_text('[permissions]\ndeny = ["Read(.env)"]\n')
     calls = [
-        {"name": "WordCount", "arguments": {"file_path": str(outside_secret)}},
-        {"name": "WordCount", "arguments": {"file_path": ".env"}},
-        {"name": "WordCount", "arguments": {"file_path": "notes.txt"}},
+        {"name": "ExampleWordCount", "arguments": {"file_path": str(outside_secret)}},
+        {"name": "ExampleWordCount", "arguments": {"file_path": ".env"}},
+        {"name": "ExampleWordCount", "arguments": {"file_path": "notes.txt"}},
     ]
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"tool_calls": calls}, {"text": "done"}]}))
@@ -324,7 +376,7 @@ async def test_the_documented_example_refuses_what_would_hang_or_flood_it(
     monkeypatch.setattr(base, "load_description", lambda package, name: "Count the words in a file.")
     namespace = example_namespace()
     namespace["MAX_BYTES"] = 1000
-    tool = namespace["WORD_COUNT"]
+    tool = namespace["EXAMPLE_WORD_COUNT"]
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "dir").mkdir()
     (tmp_path / "blob.bin").write_bytes(b"\0\1\2" * 10)

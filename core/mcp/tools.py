@@ -132,6 +132,10 @@ class ToolSet(Sequence[Tool]):
         """`schema_room`: characters MCP schemas may take (a tenth of the window);
         `hidden`: whether a deny rule names a tool."""
         self.builtin = list(builtin)
+        names = [tool.name for tool in self.builtin]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:  # the model could call only one of them, and which one would be an accident
+            raise ValueError(f"two tools are named {', '.join(twice)}: a tool's name must be its own")
         self.manager = manager
         self.schema_room = schema_room
         self.hidden = hidden

@@ -17,7 +17,7 @@ would wait for ever), a cap on what is read, and a binary file refused rather th
 counted as text:
 
 ```python
-# core/tools/word_count.py, with its description in core/tools/word_count.md
+# core/tools/example_word_count.py, with its description in core/tools/example_word_count.md
 import asyncio
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from .results import ToolError
 MAX_BYTES = 10_000_000
 
 
-class WordCountArgs(Arguments):
+class ExampleWordCountArgs(Arguments):
     file_path: PathText = Field(description="Path of the file (absolute, or relative to the workspace).")
 
 
@@ -48,22 +48,25 @@ def _count(path: Path, shown: str) -> int:
     if len(data) > MAX_BYTES:
         raise ToolError(f"{shown} is over {MAX_BYTES:,} bytes; count it with Bash (`wc -w`)")
     if looks_binary(data[:BINARY_SAMPLE]):
-        raise ToolError(f"{shown} looks like a binary file; WordCount counts the words of text")
+        raise ToolError(f"{shown} looks like a binary file; ExampleWordCount counts the words of text")
     return len(data.decode("utf-8", errors="replace").split())
 
 
-async def word_count(args: WordCountArgs, ctx: ToolContext) -> str:
+async def example_word_count(args: ExampleWordCountArgs, ctx: ToolContext) -> str:
     path = ctx.resolve(args.file_path)
     shown = display_path(path, ctx)
     return f"{shown}: {await asyncio.to_thread(_count, path, shown)} words"
 
 
-WORD_COUNT = declare("WordCount", WordCountArgs, word_count, kind="read", paths={"file_path": "read"})
+EXAMPLE_WORD_COUNT = declare(
+    "ExampleWordCount", ExampleWordCountArgs, example_word_count, kind="read", paths={"file_path": "read"}
+)
 ```
 
-then list it in `build_tools()` (`core/runtime.py`), regenerate the schema snapshot
-(`pytest tests/test_tool_schemas.py --update-tool-schemas`) and re-measure the fixed
-prompt (`python benchmarks/prefix.py`; README, "A window too small"). A tool built
+(the example's name is one no real tool takes: name yours for what it does), then list it
+in `build_tools()` (`core/runtime.py`; two tools of one name are refused at start),
+regenerate the schema snapshot (`pytest tests/test_tool_schemas.py --update-tool-schemas`)
+and re-measure the fixed prompt (`python benchmarks/prefix.py`; README, "A window too small"). A tool built
 without `declare()` (from an MCP server's schema) is a `Tool` value with the same
 fields; left at its defaults it asks before every call.
 """
@@ -154,7 +157,7 @@ def declare(
     kind: ToolKind,
     paths: Mapping[str, PathUse] | None = None,
     network: str | None = None,
-    summarize: Callable[[dict[str, Any]], str] = lambda args: "",
+    summarize: Callable[[dict[str, Any]], str] | None = None,
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
     fan_out: bool = False,
@@ -166,6 +169,8 @@ def declare(
     (`{"file_path": "read"}`; uses in `core/access.py`). A `read` or `edit` tool must say,
     `paths={}` when it has none: forgetting would let it reach any file unasked.
     `network` names the argument holding a URL a read tool fetches (`"url"`).
+    `summarize` gives the one line the transcript and the approval show for a call; left
+    out, it is the first declared path (or the URL), so an approval always names the file.
     """
     if paths is None:
         if kind in ("read", "edit"):
@@ -179,6 +184,9 @@ def declare(
 
     async def checked(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
         return await run(parse_as(arguments, args), ctx)
+
+    if summarize is None:
+        summarize = _naming(next(iter(paths), None), network)
 
     def normalised(args: dict[str, Any]) -> dict[str, Any]:
         return parse_as(arguments, args).model_dump()
@@ -198,6 +206,20 @@ def declare(
         network=network,
         fan_out=fan_out,
     )
+
+
+def _naming(path: str | None, url: str | None) -> Callable[[dict[str, Any]], str]:
+    """The default summary of a declared tool's call: its first path (the end kept: the
+    file's name matters most), else its URL."""
+
+    def summary(args: dict[str, Any]) -> str:
+        from .fs import short_path
+
+        if path and isinstance(args.get(path), str):
+            return short_path(args[path])
+        return short(args[url]) if url and isinstance(args.get(url), str) else ""
+
+    return summary
 
 
 class _LazySchema(Mapping[str, Any]):
