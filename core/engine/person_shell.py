@@ -38,14 +38,37 @@ _MESSAGE = re.compile(
 )
 
 
+_FRAMING = re.compile(
+    r"(&(?:amp;)*lt;|<)(\s*/?\s*(?:bash-input|bash-output|system-reminder|command-name|command-args|command-file"
+    r"|attachments|summary)\b)",
+    re.IGNORECASE,
+)
+"""The start of a tag that frames what the person said (`</bash-output>`, `<system-reminder>`…),
+or of one already escaped (`&lt;…`, `&amp;lt;…`)."""
+
+
+def _escaped(text: str) -> str:
+    """`text` unable to close its tags or open new ones: `<` of a framing tag becomes `&lt;`
+    (and an `&lt;` there one level more, `&amp;lt;`, so `_unescaped` gives the text back)."""
+    return _FRAMING.sub(lambda m: ("&lt;" if m[1] == "<" else m[1].replace("&", "&amp;", 1)) + m[2], text)
+
+
+def _unescaped(text: str) -> str:
+    return _FRAMING.sub(lambda m: ("<" if m[1].lower() == "&lt;" else m[1].replace("&amp;", "&", 1)) + m[2], text)
+
+
 def shell_message(command: str, output: str) -> str:
-    return f"<bash-input>{command}</bash-input>\n<bash-output>\n{output}\n</bash-output>"
+    """The user message of a `!` command. Its output (a file the person `!cat`s, a page
+    they `!curl`) cannot close the tags and go on as the person's own words."""
+    return f"<bash-input>{_escaped(command)}</bash-input>\n<bash-output>\n{_escaped(output)}\n</bash-output>"
 
 
 def parse_shell_message(text: str) -> tuple[str, str] | None:
-    """(command, output) of a `shell_message`; None for any other message."""
+    """(command, output) of a `shell_message`, as they were; None for any other message."""
     found = _MESSAGE.fullmatch(text)
-    return (found["command"], found["output"].removesuffix("\n")) if found else None
+    if found is None:
+        return None
+    return _unescaped(found["command"]), _unescaped(found["output"].removesuffix("\n"))
 
 
 @dataclass
