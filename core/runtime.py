@@ -790,7 +790,10 @@ class Runtime:
             self.agent_types,
             TeamSettings(self.config.max_parallel_agents, self.config.agent_max_turns),
         )
-        taken, recorded = change_observers(self.changes, self.store)
+        holds = self.team.holds
+        taken, recorded = change_observers(
+            self.changes, self.store, held=holds.holding_for(None), commands=holds.commands_of(None)
+        )
         lifecycle = Lifecycle(
             before_request=[
                 task_reminder_provider(self.store, self.config.reminder_interval),

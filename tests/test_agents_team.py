@@ -290,6 +290,80 @@ async def test_two_children_editing_one_file_one_is_refused_and_no_bytes_are_los
     assert (result.status, result.reason) == ("partial", "it ended without marking its task completed")
 
 
+def _bash_over_held(command: str) -> dict[str, object]:
+    """general-1 writes shared.txt for task #1; general-2 (task #2) then runs `command`."""
+    return {
+        "steps": [
+            plan("A", "B"),
+            {"tool_calls": [agent("A", "write it", task_id="1"), agent("B", "shell it", task_id="2")]},
+            {"text": "ok"},
+        ],
+        "agents": [
+            child(
+                "write it",
+                {"tool_calls": [call("Write", file_path="shared.txt", content="from a\n")]},
+                *done("1", "wrote it"),
+            ),
+            child("shell it", {"tool_calls": [call("Bash", command=command)]}, *done("2", "ran it")),
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo from b > shared.txt", "rm shared.txt", "mv shared.txt moved.txt", "sed -i s/a/b/ shared.txt"],
+)
+async def test_a_childs_command_over_a_file_another_childs_task_holds_is_put_back(
+    workspace: Path, command: str
+) -> None:
+    runtime, _ = runtime_for(workspace, _bash_over_held(command), permission_mode="bypassPermissions")
+    a_wrote, b_ran = asyncio.Event(), asyncio.Event()
+    gate_children(runtime, {"write it": {1: b_ran}, "shell it": {0: a_wrote}})
+
+    def seen(event: object) -> None:
+        if isinstance(event, AgentEvent) and isinstance(event.event, ToolFinished):
+            if event.event.name == "Write":
+                a_wrote.set()
+            elif event.event.name == "Bash":
+                b_ran.set()
+
+    events = await run(runtime, "go", seen)
+    (ran,) = [e for e in inner(events, "general-2") if isinstance(e, ToolFinished) and e.name == "Bash"]
+    assert 'Put back shared.txt as general-1 (task #1 "A") left it: that task holds the file.' in ran.output
+    assert (workspace / "shared.txt").read_text() == "from a\n"
+    b_files = [f.path for f in runtime.changes.files_of("2")]
+    assert "shared.txt" not in b_files  # what was undone is not task #2's change
+    a_files = [(f.path, f.kind) for f in runtime.changes.files_of("1")]
+    assert a_files == [("shared.txt", "created")]
+
+
+async def test_a_held_file_is_left_alone_when_putting_it_back_could_lose_bytes(workspace: Path) -> None:
+    """general-1 edits the file again outside its record (its own command, still running):
+    general-2's change is then kept, and the result says whose file it was."""
+    from todo_agent.core.agents.holds import Holds
+
+    runtime, _ = runtime_for(
+        workspace, _bash_over_held("echo from b > shared.txt"), permission_mode="bypassPermissions"
+    )
+    a_wrote, b_ran = asyncio.Event(), asyncio.Event()
+    gate_children(runtime, {"write it": {1: b_ran}, "shell it": {0: a_wrote}})
+    holds: Holds = runtime.team.holds
+
+    def seen(event: object) -> None:
+        if isinstance(event, AgentEvent) and isinstance(event.event, ToolFinished):
+            if event.event.name == "Write":
+                holds.commands_of(AgentRef("general-1", runtime.session.id))(1)  # as if a command of its ran
+                a_wrote.set()
+            elif event.event.name == "Bash":
+                b_ran.set()
+
+    events = await run(runtime, "go", seen)
+    (ran,) = [e for e in inner(events, "general-2") if isinstance(e, ToolFinished) and e.name == "Bash"]
+    assert 'shared.txt is held by general-1 (task #1 "A"): this command changed it, and it was left so' in ran.output
+    assert "running a command too" in ran.output
+    assert (workspace / "shared.txt").read_text() == "from b\n"
+
+
 @pytest.mark.script_may_end_early("the session's request budget stops two sub-agents before their scripts")
 async def test_a_model_that_fans_out_without_end_is_stopped_with_a_stated_reason(workspace: Path) -> None:
     fan = {"tool_calls": [agent(f"Job {n}", f"job {n}") for n in range(3)]}

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..changes.log import ChangeLog
+from ..changes.log import ChangeLog, HeldCheck, Holding
 from ..tasks.model import AgentRef, Task
 from ..tasks.store import TaskStore
 from ..tools.ledger import Holder
@@ -30,6 +30,8 @@ class Holds:
         """Resolved path → who wrote it last and the record it went to (a task id, or `@agent`)."""
         self._running: set[AgentRef] = set()
         """Sub-agents without a task that are running (their writes hold while they run)."""
+        self._commands: dict[AgentRef | None, int] = {}
+        """How many scanned calls (commands) each agent is running now."""
         self._lock = threading.Lock()  # asked from the file tools' worker threads
 
     def running(self, agent: AgentRef, running: bool) -> None:
@@ -50,6 +52,47 @@ class Holds:
                     self._written[path] = (who, key)
 
         return wrote
+
+    def commands_of(self, who: AgentRef | None) -> Callable[[int], None]:
+        """What `who`'s change recorder tells when one of its commands starts (+1) and ends (-1)."""
+
+        def step(by: int) -> None:
+            with self._lock:
+                self._commands[who] = max(0, self._commands.get(who, 0) + by)
+
+        return step
+
+    def holding_for(self, me: AgentRef | None) -> HeldCheck:
+        """The check `me`'s change recorder runs on each file a command of `me`'s changed:
+        the task of another agent that holds it, as that task last left the file."""
+        holder = self.holder_for(me)
+
+        def held(relative: str) -> Holding | None:
+            name = holder(self.changes.workspace / relative)
+            if name is None:
+                return None
+            tasks = {t.id: t for t in self.store.snapshot()}
+            version, owner = None, None
+            with self._lock:
+                running = {f"@{agent.agent}": agent for agent in self._running}
+            for key, files in self.changes.records.items():
+                change = next((f for f in files if f.path == relative), None)
+                task = tasks.get(key)
+                if task is not None and task.status == "in_progress":
+                    who = _worker(task)
+                elif key in running:  # a sub-agent at work without a task: its own record
+                    who = running[key]
+                else:
+                    continue
+                if change is None or who == me:
+                    continue
+                if version is None or change.last > version[0]:
+                    version, owner = (change.last, change.after), who
+            with self._lock:
+                busy = self._commands.get(owner, 0) > 0 if version is not None else False
+            return Holding(name, version[1] if version is not None else None, busy)
+
+        return held
 
     def holder_for(self, me: AgentRef | None) -> Holder:
         """The check `me`'s ledger runs before a write: the task (or sub-agent) holding it."""

@@ -277,7 +277,13 @@ class Team:
     def _agent(self, child: Child, call: AgentCall) -> Agent:
         main = self.parent.agent()
         key = child.task_id or f"@{child.id}"
-        taken, recorded = change_observers(self.parent.changes, self.parent.store, target=lambda: key)
+        taken, recorded = change_observers(
+            self.parent.changes,
+            self.parent.store,
+            target=lambda: key,
+            held=self.holds.holding_for(child.ref),
+            commands=self.holds.commands_of(child.ref),
+        )
         lifecycle = Lifecycle(
             turn_end=[self._own_task_check(child)] if child.task_id else [],
             tool_done=[attribution_observer(self.parent.store, child.ref), recorded],

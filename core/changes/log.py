@@ -18,12 +18,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, new_file_mode
 from ..tasks.persistence import read_json, update_atomic
 from .on_disk import look
 from .scan import Scan, changed, old_content, scan
@@ -33,6 +35,7 @@ MAX_KEEP_BYTES = 1_000_000
 FORMAT = 1
 
 State = Literal["absent", "kept", "too_big", "unknown"]
+PUT_BACK = "Put back"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,20 @@ class Content:
 
 
 ABSENT = Content("absent")
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Another agent's task holds a file: who, as it last left the file, and whether that
+    agent is running a command right now (which may be writing the file)."""
+
+    name: str
+    version: Content | None
+    busy: bool = False
+
+
+HeldCheck = Callable[[str], "Holding | None"]
+"""A workspace-relative path → the holding of another agent's task, or None."""
 
 
 @dataclass(frozen=True)
@@ -269,11 +286,25 @@ class ChangeLog:
     def scan(self) -> Scan:
         return scan(self.workspace, read_ahead=True, keep_limit=MAX_KEEP_BYTES)
 
-    def record_scan(self, task_id: str, before: Scan) -> list[str]:
-        """Record every file changed since `before` against `task_id`; returns their paths."""
+    def record_scan(self, task_id: str, before: Scan, held: HeldCheck | None = None) -> tuple[list[str], list[str]]:
+        """Record every file changed since `before` against `task_id`: (their paths, notes).
+
+        A file another agent's task holds (`held`) is put back as that task left it when
+        it is certain nobody else wrote it since: the command found it so, and the holder
+        runs no command now. Otherwise the change stays and a note says so."""
         after = scan(self.workspace)
         paths = changed(before, after, self.workspace)
+        notes: list[str] = []
+        kept: list[str] = []
         for path in paths:
+            holding = held(path) if held is not None else None
+            if holding is not None:
+                note = self._hold(path, before, holding)
+                notes.append(note)
+                if note.startswith(PUT_BACK):
+                    continue
+            kept.append(path)
+        for path in kept:
             if path in before.stamps:
                 data = old_content(self.workspace, before, path)
                 size = before.stamps[path][0]
@@ -284,7 +315,42 @@ class ChangeLog:
             else:
                 old = ABSENT
             self.record(task_id, path, self._known_before(path, old), self.capture(self.workspace / path))
-        return paths
+        return kept, notes
+
+    def _hold(self, path: str, before: Scan, holding: Holding) -> str:
+        """Put `path` back as its holder left it, if that is safe; the line that says what happened."""
+
+        def left(why: str) -> str:
+            return f"{path} is held by {holding.name}: this command changed it, and it was left so ({why})"
+
+        version = holding.version
+        if holding.busy:
+            return left("that agent is running a command too, which may be what changed it")
+        if version is None or version.state not in ("kept", "absent"):
+            return left("how that task left it is not kept")
+        theirs = None if version.state == "absent" else self.blob(version)
+        if version.state == "kept" and theirs is None:
+            return left("how that task left it is not kept")
+        was_absent = path not in before.stamps
+        found = None if was_absent else old_content(self.workspace, before, path)
+        if not was_absent and found is None:
+            return left("what it held before this command is not known")
+        if was_absent != (theirs is None) or found != theirs:
+            return left("it had changed since that task left it")
+        target = self.workspace / path
+        try:
+            if theirs is None:
+                target.unlink(missing_ok=True)
+            else:
+                info = target.lstat() if os.path.lexists(target) else None
+                regular = info is not None and stat.S_ISREG(info.st_mode)
+                atomic_write(target, theirs, mode=stat.S_IMODE(info.st_mode) if regular and info else new_file_mode())
+        except OSError as exc:
+            return left(f"it could not be put back: {exc.strerror or exc}")
+        return (
+            f"{PUT_BACK} {path} as {holding.name} left it: that task holds the file. "
+            "Leave it to that task, or change it once the task is done"
+        )
 
     def _known_before(self, path: str, old: Content) -> Content:
         """Prefer what a task left in the file over "unknown" when the scan could not read it."""

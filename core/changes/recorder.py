@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..lifecycle import ToolObserver, ToolRecord, ToolStartObserver
     from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
-    from .log import ChangeLog, Content
+    from .log import ChangeLog, Content, HeldCheck
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +33,18 @@ Target = Callable[[], "str | None"]
 
 
 def change_observers(
-    changes: ChangeLog, store: TaskStore, target: Target | None = None
+    changes: ChangeLog,
+    store: TaskStore,
+    target: Target | None = None,
+    held: HeldCheck | None = None,
+    commands: Callable[[int], None] | None = None,
 ) -> tuple[ToolStartObserver, ToolObserver]:
     """(`tool_start`, `tool_done`) observers that feed `changes`; `target` says which
-    record (default: the main agent's task in progress)."""
-    recorder = _Recorder(changes, store, target)
+    record (default: the main agent's task in progress). `held` says which files another
+    agent's task holds: what a command of this agent changed in one is put back when that
+    is safe (`ChangeLog.record_scan`), and the call's result says so. `commands` is told +1
+    when a scanned call starts and -1 when it ends (others' `Holding.busy`)."""
+    recorder = _Recorder(changes, store, target, held, commands)
     return recorder.start, recorder.done
 
 
@@ -48,10 +55,19 @@ class _Recorder:
     a symlink loop where a file was never hangs or ends the turn. Anything that still goes
     wrong becomes a warning with the call's results, never a lost turn."""
 
-    def __init__(self, changes: ChangeLog, store: TaskStore, target: Target | None = None) -> None:
+    def __init__(
+        self,
+        changes: ChangeLog,
+        store: TaskStore,
+        target: Target | None = None,
+        held: HeldCheck | None = None,
+        commands: Callable[[int], None] | None = None,
+    ) -> None:
         self.changes = changes
         self.store = store
         self.target = target or self._main_task
+        self.held = held
+        self.commands = commands or (lambda step: None)
         self.pending: dict[str, tuple[str, Scan | list[tuple[str, Content]]]] = {}
         self.failed: dict[str, str] = {}
 
@@ -70,7 +86,12 @@ class _Recorder:
                     self.pending[record.call_id] = (key, taken)
                 return
             # A command, or a tool that does not say what it writes: look at the whole workspace.
-            self.pending[record.call_id] = (key, await asyncio.to_thread(self.changes.scan))
+            self.commands(1)
+            try:
+                self.pending[record.call_id] = (key, await asyncio.to_thread(self.changes.scan))
+            except BaseException:
+                self.commands(-1)
+                raise
         except Exception as exc:  # a record is worth a warning, never the turn
             log.exception("could not take the files before %s", record.name)
             self.failed[record.call_id] = f"{type(exc).__name__}: {exc}"
@@ -80,21 +101,26 @@ class _Recorder:
         relative = self.changes.relative(workspace / os.path.expanduser(raw))  # absolute: replaces the workspace
         return None if relative is None else (relative, self.changes.capture(workspace / relative))
 
-    def finish(self, task_id: str, before: Scan | list[tuple[str, Content]]) -> None:
+    def finish(self, task_id: str, before: Scan | list[tuple[str, Content]]) -> list[str]:
+        """Record the call's changes; the notes on held files it met (for its result)."""
         changes = self.changes
+        notes: list[str] = []
         if isinstance(before, Scan):
-            changes.record_scan(task_id, before)
+            notes = changes.record_scan(task_id, before, self.held)[1]
         else:
             for relative, old in before:
                 changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
         changes.save()
+        return notes
 
     async def done(self, record: ToolRecord) -> Event | None:
         item = self.pending.pop(record.call_id, None)
         why = self.failed.pop(record.call_id, None)
+        if item is not None and isinstance(item[1], Scan):
+            self.commands(-1)
         if item is not None and why is None:
             try:
-                await asyncio.to_thread(self.finish, *item)
+                record.notes.extend(await asyncio.to_thread(self.finish, *item))
             except Exception as exc:
                 log.exception("could not record what %s changed", record.name)
                 why = f"{type(exc).__name__}: {exc}"

@@ -410,7 +410,8 @@ class BatchRunner:
             result = ToolResult(result)
         record = self._record(item, elapsed, result.is_error)
         self.queued.extend(await self.deps.lifecycle.notify_tool_done(record))
-        outcome = Outcome(result.output, "error" if result.is_error else "ok", elapsed)
+        output = "\n\n".join([result.output, *record.notes]) if record.notes else result.output
+        outcome = Outcome(output, "error" if result.is_error else "ok", elapsed)
         return await self._after_tool(item, outcome, ctx)
 
     @staticmethod
