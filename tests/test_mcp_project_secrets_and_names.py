@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mcp_helpers import TEST_SERVER
-from tui_helpers import SIZE, screen_text, trust_question, wait_until
+from tui_helpers import SIZE, screen_text, send, trust_question, wait_until
 
 from todo_agent.core.mcp.config import ServerSpec
 from todo_agent.core.mcp.manager import McpManager
@@ -147,6 +147,33 @@ async def test_the_app_shows_the_variable_in_the_trust_question(workspace: Path)
         assert "header [b]X: ${OPENAI_API_KEY} (reads your environment variable OPENAI_API_KEY" in text
         assert SECRET not in text
         await pilot.press("n")
+
+
+async def test_the_question_and_mcp_show_the_command_as_written_never_a_variables_value(workspace: Path) -> None:
+    """A variable other than the API key does expand (the server needs its token), but what
+    the person is shown is the file's `${GITHUB_TOKEN}`: a screen share never shows the token."""
+    from todo_agent.core.model.scripted import ScriptedModel
+    from todo_agent.tui.app import TodoAgentApp
+
+    token = "ghp_the-persons-github-token"
+    write(
+        workspace / ".mcp.json",
+        json.dumps({"mcpServers": {"gh": {"command": "gh-mcp", "args": ["--token", "${GITHUB_TOKEN}"]}}}),
+    )
+    config = load_config(workspace, env={"GITHUB_TOKEN": token})
+    (spec,) = config.mcp_servers
+    assert spec.args == ("--token", token) and spec.as_written() == "gh-mcp --token '${GITHUB_TOKEN}'"
+    app = TodoAgentApp.for_config(config, model=ScriptedModel.from_data([]), animations=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await trust_question(pilot, McpTrustScreen)
+        await wait_until(pilot, lambda: "reads your environment variable GITHUB_TOKEN" in screen_text(app))
+        text = screen_text(app)
+        assert "runs  gh-mcp --token '${GITHUB_TOKEN}'" in text and token not in text
+        await pilot.press("n")
+        await wait_until(pilot, lambda: "not started this session" in screen_text(app))
+        await send(pilot, "/mcp")
+        await wait_until(pilot, lambda: "untrusted" in screen_text(app))
+        assert "gh-mcp --token '${GITHUB_TOKEN}'" in screen_text(app) and token not in screen_text(app)
 
 
 # --- names ---------------------------------------------------------------------------------

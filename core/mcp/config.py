@@ -138,6 +138,17 @@ class ServerSpec:
             return self.url
         return shlex.join([self.command, *self.args])
 
+    def as_written(self) -> str:
+        """`describe()` as the file wrote it, `${VAR}`s unexpanded: what a question shows,
+        so that a variable's value (a token an argument reads) never reaches the screen."""
+        raw = self.raw
+        if self.transport == "http":
+            return raw["url"] if isinstance(raw.get("url"), str) else self.url
+        args = raw.get("args")
+        if not isinstance(raw.get("command"), str) or not (args is None or _str_list(args)):
+            return self.describe()
+        return shlex.join([raw["command"], *(args or [])])
+
 
 # --- checking ---------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ def server_lines(spec: ServerSpec) -> Content:
     what = "url" if spec.transport == "http" else "runs"
     lines = [
         Content.assemble((reveal_line(spec.name), "bold"), f"  from {reveal_line(spec.origin)}"),
-        revealed(f"  {what}", spec.describe()),
+        revealed(f"  {what}", spec.as_written()),
     ]
     if spec.env:
         lines.append(Content("  env " + reveal_line(", ".join(sorted(spec.env)))))
@@ -76,7 +76,7 @@ class McpTrustScreen(TrustScreen):
             [server_lines(spec) for spec in self.servers],
             hidden=any(
                 hides(
-                    spec.describe(),
+                    spec.as_written(),
                     spec.name,
                     spec.cwd or "",
                     *spec.env,

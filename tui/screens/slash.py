@@ -133,7 +133,7 @@ def mcp_listing(runtime: Runtime) -> str:
         if server.state == "connected":
             continue
         pad = " " * (width + 2)
-        lines.append(f"{pad}{server.spec.describe()}")
+        lines.append(f"{pad}{server.spec.as_written()}")
         if server.state == "failed":
             lines += [f"{pad}stderr: {line}" for line in server.stderr.tail(5)]
         if server.log_path is not None and server.log_path.exists():
