@@ -57,6 +57,7 @@ from .mcp.results import results_dir
 from .mcp.server import McpServer
 from .mcp.tools import SCHEMA_SHARE, ToolSet
 from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
+from .model.openai_types import defer_openai_types
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
@@ -97,6 +98,7 @@ def create_model(
         if not path.is_absolute() and script_dir is not None:
             path = script_dir / path
         return ScriptedModel.from_file(path)
+    defer_openai_types()
     from .model.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
@@ -138,6 +140,7 @@ class LazyModel:
     def load_client(self) -> None:
         """Import the client's code (the CPU-heavy part of `get`) without building it yet."""
         if not self.config.model.startswith("script:"):
+            defer_openai_types()
             importlib.import_module(f"{__package__}.model.openai_chat")
 
     def get(self) -> ChatModel:
