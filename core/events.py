@@ -21,6 +21,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (its thought before the answer), streamed as it
+    arrives. Untrusted text like the answer's; kept on the assistant message's record."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AssistantMessage:
     """The model finished one response; `content` is its whole text."""
 
@@ -273,6 +281,7 @@ class TurnEnd:
 
 Event = (
     TextDelta
+    | ReasoningDelta
     | AssistantMessage
     | ResponseDiscarded
     | Retrying

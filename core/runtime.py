@@ -91,6 +91,7 @@ def create_model(
     api_key: str | None,
     script_dir: Path | None = None,
     first_byte_timeout: float = 60.0,
+    reasoning_field: str = "",
 ) -> ChatModel:
     """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
     if spec.startswith("script:"):
@@ -101,7 +102,13 @@ def create_model(
     defer_openai_types()
     from .model.openai_chat import OpenAIChatModel
 
-    return OpenAIChatModel(model=spec, base_url=base_url, api_key=api_key, first_byte_timeout=first_byte_timeout)
+    return OpenAIChatModel(
+        model=spec,
+        base_url=base_url,
+        api_key=api_key,
+        first_byte_timeout=first_byte_timeout,
+        reasoning_field=reasoning_field,
+    )
 
 
 COMMANDS_MAX_AGE = 1.0
@@ -151,6 +158,7 @@ class LazyModel:
                 api_key=self.config.api_key,
                 script_dir=Path.cwd(),
                 first_byte_timeout=self.config.first_byte_timeout,
+                reasoning_field=self.config.reasoning_field,
             )
         return self._model
 
@@ -639,6 +647,7 @@ class Runtime:
                 base_url=self.config.base_url,
                 api_key=self.config.api_key,
                 first_byte_timeout=self.config.first_byte_timeout,
+                reasoning_field=self.config.reasoning_field,
             )
         return self.model
 

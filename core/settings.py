@@ -74,6 +74,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "request_retry_wait": (int, float),
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
+    "reasoning_field": str,
     "tasks": str,
     "permission_mode": str,
     "permissions": dict,
@@ -231,6 +232,10 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
     "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
     "first_byte_timeout": _when(lambda v: v > 0, "'first_byte_timeout' must be a number of seconds > 0"),
+    "reasoning_field": _when(
+        lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", v) is not None,
+        "'reasoning_field' must be a field name (letters, digits, _)",
+    ),
     "context_window": _when(lambda v: v >= 512, "'context_window' must be >= 512 tokens"),
     "compact_threshold": _when(lambda v: 0.1 <= v <= 0.95, "'compact_threshold' must be between 0.1 and 0.95"),
     "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
@@ -263,6 +268,9 @@ class Config:
     compact_threshold: float = 0.8
     first_byte_timeout: float = 60.0
     """Seconds to wait for a server to start answering a request."""
+    reasoning_field: str = ""
+    """The delta field a server streams reasoning in, when it is neither of the known ones
+    (`reasoning_content`, `reasoning`)."""
     max_output_tokens: int | None = None
     """`max_tokens` of each response; None: a quarter of the window, 256 to 8192."""
     max_turns: int = 200
@@ -446,6 +454,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.context_window = data.get("context_window", config.context_window)
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
     config.first_byte_timeout = float(data.get("first_byte_timeout", config.first_byte_timeout))
+    config.reasoning_field = data.get("reasoning_field", config.reasoning_field)
     config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
     config.max_turns = data.get("max_turns", config.max_turns)
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)

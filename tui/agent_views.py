@@ -100,7 +100,7 @@ class AgentTranscript:
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         pass  # its tokens are on its line and its task's row, not the main context gauge
 
-    def set_activity(self, text: str) -> None:
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
         pass
 
     def turn_ended(self, reason: str) -> None:

@@ -23,6 +23,7 @@ from todo_agent.core.events import (
     Event,
     HookResult,
     Notice,
+    ReasoningDelta,
     ResponseDiscarded,
     Retrying,
     TasksUpdated,
@@ -41,7 +42,7 @@ TURN_END_NOTICES: dict[str, NoticeEntry] = {
     "rejected": NoticeEntry("Stopped: you declined the tool call. Tell todo-agent what to do instead.", "warning"),
 }
 
-_STREAM_EVENTS = (TextDelta, Usage, AssistantMessage, ResponseDiscarded)
+_STREAM_EVENTS = (TextDelta, ReasoningDelta, Usage, AssistantMessage, ResponseDiscarded)
 """Events that belong to a message being streamed; anything else ends it first."""
 
 
@@ -69,7 +70,7 @@ class ConversationUI(Protocol):
     def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
         """Token use of the last response (the status line shows context use)."""
 
-    def set_activity(self, text: str) -> None:
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
         """What the running turn is doing, for the status line."""
 
     def count_down(self, say: Callable[[float], str], seconds: float) -> None:
@@ -102,10 +103,15 @@ class EventHandler:
     def __init__(self, ui: ConversationUI) -> None:
         self.ui = ui
         self._streaming = False
+        self._reasoning = False
+        """A response's reasoning is streaming: the status line counts its time."""
         self._started: set[str] = set()
         """Calls whose start was shown; any other call that finishes is shown whole then."""
 
     async def handle(self, event: Event) -> None:
+        if self._reasoning and not isinstance(event, ReasoningDelta | Usage):
+            self._reasoning = False  # the answer (or a call, or the end) has begun
+            self.ui.set_activity("thinking")
         if self._streaming and not isinstance(event, _STREAM_EVENTS):
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
@@ -116,6 +122,10 @@ class EventHandler:
             await self.ui.agent_update(event)
         elif isinstance(event, ResponseDiscarded | Retrying):
             await self._retry(event)
+        elif isinstance(event, ReasoningDelta):
+            if not self._reasoning:  # the thought itself is not drawn yet: its time is
+                self._reasoning = True
+                self.ui.set_activity("reasoning", timed=True)
         else:
             await self._dispatch(event)
 

@@ -34,6 +34,7 @@ from ..events import (
     Error,
     Event,
     Notice,
+    ReasoningDelta,
     ResponseDiscarded,
     Retrying,
     TextDelta,
@@ -48,6 +49,7 @@ from ..model.base import (
     Message,
     ModelError,
     ModelResponse,
+    Reasoning,
     ToolCall,
     valid_json,
     valid_text,
@@ -400,9 +402,8 @@ class Agent:
             try:
                 model = turn_model or self.model
                 async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
-                    if isinstance(item, str):
-                        self._partial.append(item)
-                        yield TextDelta(item)
+                    if not isinstance(item, ModelResponse):
+                        yield self._delta(item)
                         continue
                     self._partial = []
                     usage = self._usage(item, messages, schemas)
@@ -439,6 +440,13 @@ class Agent:
                 self._partial = []
                 yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
+
+    def _delta(self, item: str | Reasoning) -> TextDelta | ReasoningDelta:
+        """A streamed piece as its event; the answer's text is also kept for an interrupt."""
+        if isinstance(item, Reasoning):
+            return ReasoningDelta(item.text)
+        self._partial.append(item)
+        return TextDelta(item)
 
     async def _again_without_images(
         self, turn_model: ChatModel | None, bare: list[Message], refused: ModelError

@@ -127,6 +127,18 @@ class ModelUsage:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    """A piece of the model's reasoning (its thought before the answer), as it streams."""
+
+    text: str
+
+
+REASONING_FIELD = "reasoning_content"
+"""Where a response's reasoning is kept on its message when the server named no field
+(a `<think>` it left in the content): DeepSeek's and llama.cpp's name."""
+
+
+@dataclass(frozen=True)
 class ModelResponse:
     """One complete response. Only a response that really finished is ever built."""
 
@@ -134,10 +146,16 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str = "stop"
     usage: ModelUsage | None = None
+    reasoning: str = ""
+    """The whole reasoning that came before (or beside) the answer; empty for none."""
+    reasoning_field: str = ""
+    """The field it came in (`reasoning_content`, vLLM's `reasoning`, a configured one);
+    empty when it was a `<think>` at the start of the content."""
 
 
-StreamItem = str | ModelResponse
-"""A model stream yields text deltas (`str`) and then exactly one `ModelResponse`."""
+StreamItem = str | Reasoning | ModelResponse
+"""A model stream yields text deltas (`str`) and reasoning pieces (`Reasoning`) as they
+arrive, then exactly one `ModelResponse`."""
 
 
 class ChatModel(Protocol):

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Message, ModelResponse, ToolCall
+from .base import REASONING_FIELD, Message, ModelResponse, ToolCall
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
@@ -161,6 +161,8 @@ def assistant_message(history: Sequence[Message], response: ModelResponse) -> tu
         seen.add(call_id)
         calls.append(ToolCall(call_id, call.name, call.arguments))
     message: Message = {"role": "assistant", "content": response.content or (None if calls else "")}
+    if response.reasoning:  # kept whole in the record; what is sent again is the client's call
+        message[response.reasoning_field or REASONING_FIELD] = response.reasoning
     if calls:
         message["tool_calls"] = [
             {

@@ -26,12 +26,14 @@ from .base import (
     ModelError,
     ModelResponse,
     ModelUsage,
+    Reasoning,
     StreamItem,
     ToolCall,
     high_surrogate_tail,
     valid_json,
     valid_text,
 )
+from .thinking import ThinkSplitter
 from .transient import BUSY, RETRY_STATUSES, brief, retry_after
 
 _CONNECT_TIMEOUT = 10.0
@@ -64,6 +66,7 @@ class OpenAIChatModel:
         max_retries: int = 0,
         timeout: float = 600,
         first_byte_timeout: float = 60,
+        reasoning_field: str = "",
     ) -> None:
         """`timeout` bounds each read of the stream; `first_byte_timeout` bounds the wait
         for the server to start answering a request (the SDK's own retries included)."""
@@ -80,6 +83,10 @@ class OpenAIChatModel:
         """How the output limit is sent: `max_tokens` (OpenAI-compatible servers),
         `max_completion_tokens` (OpenAI's newer models refuse the former), or not at all."""
         self._generated_ids = 0
+        self._reasoning_fields = tuple(dict.fromkeys(f for f in (reasoning_field, *REASONING_FIELDS) if f))
+        """Where a delta's reasoning may be: the configured field first, then the known ones."""
+        self._send_reasoning = True
+        """Whether a tool-calling message's reasoning goes back to the server (until it refuses the field)."""
 
     @staticmethod
     def _make_client(base_url: str | None, api_key: str | None, max_retries: int, timeout: float) -> openai.AsyncOpenAI:
@@ -127,12 +134,12 @@ class OpenAIChatModel:
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> AsyncIterator[StreamItem]:
         stream = await self._open(messages, tools, max_tokens)
-        assembler = _Assembler()
+        assembler = _Assembler(self._reasoning_fields)
         async with stream:  # closes the HTTP response on cancellation, errors and early exit
             try:
                 async for chunk in stream:
-                    for text in assembler.feed(chunk):
-                        yield text
+                    for piece in assembler.feed(chunk):
+                        yield piece
             except json.JSONDecodeError as exc:
                 raise ModelError(
                     f"the server sent a malformed stream event ({exc.msg})", retryable=True, reason="malformed stream"
@@ -200,6 +207,9 @@ class OpenAIChatModel:
     def _adapt(self, exc: openai.APIError) -> bool:
         """Drop or rename a parameter the server refused; True when the request may be retried."""
         text = f"{exc.message} {exc.body}".lower()
+        if self._send_reasoning and any(field.lower() in text for field in self._reasoning_fields):
+            self._send_reasoning = False  # a server that will not take the reasoning back
+            return True
         if self._send_stream_options and ("stream_options" in text or "include_usage" in text):
             # Some servers reject stream_options (400, or 422 from strict schemas); asked
             # without it they answer normally, only without usage.
@@ -227,7 +237,8 @@ class OpenAIChatModel:
         # The one place every request passes: whatever a server, a tool, a hook or a file
         # name put in the history, a lone surrogate is sent as U+FFFD (the SDK's encoder
         # cannot write it as UTF-8 at all). The agent stores the same in the session.
-        body: dict[str, object] = {"model": self._model, "messages": valid_json(list(messages)), "stream": True}
+        sent = _as_sent(messages, self._reasoning_fields, self._send_reasoning)
+        body: dict[str, object] = {"model": self._model, "messages": valid_json(sent), "stream": True}
         if tools:
             body["tools"] = valid_json(list(tools))
         if self._send_stream_options:
@@ -302,10 +313,35 @@ class _PartialCall:
     arguments: str = ""
 
 
-class _Assembler:
-    """Accumulates one streamed answer: text, tool calls, finish reason, usage."""
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where servers put a delta's reasoning: DeepSeek, llama.cpp, SGLang (`reasoning_content`);
+vLLM since it renamed the field, Ollama, OpenRouter (`reasoning`)."""
 
-    def __init__(self) -> None:
+
+def _as_sent(messages: Sequence[Message], fields: Sequence[str], replay: bool) -> list[Message]:
+    """The history as a request sends it: an assistant message's reasoning goes back only
+    with its tool calls (DeepSeek refuses a tool-calling message without it, and Kimi and
+    gpt-oss keep their thought across a call so), and only while the server takes it; a
+    plain answer's reasoning is never sent again."""
+    sent: list[Message] = []
+    for message in messages:
+        kept = replay and message.get("tool_calls")
+        if message.get("role") == "assistant" and not kept and any(f in message for f in fields):
+            sent.append({k: v for k, v in message.items() if k not in fields})
+        else:
+            sent.append(message)
+    return sent
+
+
+class _Assembler:
+    """Accumulates one streamed answer: reasoning, text, tool calls, finish reason, usage."""
+
+    def __init__(self, reasoning_fields: Sequence[str] = REASONING_FIELDS) -> None:
+        self.reasoning_fields = reasoning_fields
+        self.reasoning: list[str] = []
+        self.reasoning_field = ""
+        self._thinking = ThinkSplitter()
+        self._held_reasoning = ""
         self.text: list[str] = []
         self.calls: list[_PartialCall] = []
         self.by_index: dict[int, _PartialCall] = {}
@@ -314,20 +350,25 @@ class _Assembler:
         self._held = ""
         """The first half of a surrogate pair that ended a delta: the next one may complete it."""
 
-    def feed(self, chunk: object) -> list[str]:
-        """Take one chunk (parsed JSON, any shape a server sends); return its text deltas.
-        A field of the wrong type counts as absent, as the SDK's unvalidated models did."""
+    def feed(self, chunk: object) -> list[str | Reasoning]:
+        """Take one chunk (parsed JSON, any shape a server sends); return its reasoning and
+        text deltas. A field of the wrong type counts as absent, as the SDK's unvalidated
+        models did."""
         if not isinstance(chunk, dict):
             return []
         if isinstance(usage := chunk.get("usage"), dict):
             self.usage = _usage(usage)
-        deltas: list[str] = []
+        deltas: list[str | Reasoning] = []
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue  # only the first choice is ever asked for
             if isinstance(delta := choice.get("delta"), dict):
-                text = self._valid(_as_text(delta.get("content")))
+                self._reason(delta, deltas)
+                thought, text = self._thinking.feed(self._valid(_as_text(delta.get("content"))))
+                if thought:
+                    self.reasoning.append(thought)
+                    deltas.append(Reasoning(thought))
                 if text:
                     deltas.append(text)
                     self.text.append(text)
@@ -338,6 +379,20 @@ class _Assembler:
             if (finish := choice.get("finish_reason")) and isinstance(finish, str):
                 self.finish_reason = finish
         return deltas
+
+    def _reason(self, delta: dict[str, Any], deltas: list[str | Reasoning]) -> None:
+        """The delta's reasoning, from the first of the known fields that holds some."""
+        for field in self.reasoning_fields:
+            raw = _as_text(delta.get(field))
+            if raw:
+                self.reasoning_field = self.reasoning_field or field
+                raw, self._held_reasoning = self._held_reasoning + raw, ""
+                cut = high_surrogate_tail(raw)
+                raw, self._held_reasoning = raw[:cut], raw[cut:]
+                if thought := valid_text(raw):
+                    self.reasoning.append(thought)
+                    deltas.append(Reasoning(thought))
+                return
 
     def _valid(self, text: str) -> str:
         text, self._held = self._held + text, ""
@@ -376,7 +431,8 @@ class _Assembler:
                 "the model's response was cut off (stream ended early)", retryable=True, reason="response cut off"
             )
         if self._held:  # the pair's second half never came
-            self.text.append(valid_text(self._held))
+            self._thinking_rest(valid_text(self._held))
+        self._thinking_rest("")
         taken = {c.id for c in self.calls if c.id}
         calls: list[ToolCall] = []
         for call in self.calls:
@@ -390,7 +446,16 @@ class _Assembler:
             tool_calls=tuple(calls),
             finish_reason=self.finish_reason,
             usage=self.usage,
+            reasoning="".join(self.reasoning),
+            reasoning_field=self.reasoning_field,
         )
+
+    def _thinking_rest(self, text: str) -> None:
+        """`text` at the end of the stream, and what the `<think>` reader still held."""
+        thought, rest = self._thinking.feed(text)
+        more_thought, more_rest = self._thinking.close()
+        self.reasoning += [t for t in (thought, more_thought) if t]
+        self.text += [t for t in (rest, more_rest) if t]
 
 
 def _as_text(value: object) -> str:

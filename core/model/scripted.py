@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import ContextOverflowError, Message, ModelError, ModelResponse, ModelUsage, StreamItem, ToolCall, valid_text
+from .base import (
+    ContextOverflowError,
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelUsage,
+    Reasoning,
+    StreamItem,
+    ToolCall,
+    valid_text,
+)
 
 
 class ScriptError(Exception):
@@ -23,6 +33,8 @@ class ScriptError(Exception):
 @dataclass(frozen=True)
 class ScriptStep:
     text: str = ""
+    reasoning: str = ""
+    """Streamed before the text, as a reasoning model's thought (`Reasoning` pieces)."""
     tool_calls: tuple[ToolCall, ...] = ()
     on_rejected: tuple[ScriptStep, ...] = ()
     """Steps played instead of the rest of the script when the person declines one of
@@ -49,7 +61,8 @@ class ScriptedModel:
 
     The file is `{"steps": [...]}` (or a bare list; optional `"prompt"` for the demo
     and `"chunk_delay"` seconds between streamed chunks); each step is
-    `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`.
+    `{"text": "...", "tool_calls": [{"name": "Read", "arguments": {...}}]}`, with an
+    optional `"reasoning": "..."` streamed before the text (a reasoning model's thought).
     `arguments` may be an object or a raw string (to script malformed output).
     A step may carry `"on_rejected": [steps...]`, played (and then the script is over)
     when the person declines one of that step's calls.
@@ -155,11 +168,16 @@ class ScriptedModel:
             )
         if step.error:
             raise ModelError(step.text or "server error (HTTP 500): scripted failure")
+        for start in range(0, len(step.reasoning), self.chunk_size):
+            if self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+            yield Reasoning(step.reasoning[start : start + self.chunk_size])
         for start in range(0, len(step.text), self.chunk_size):
             if self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)
             yield step.text[start : start + self.chunk_size]
         yield ModelResponse(
+            reasoning=step.reasoning,
             content=step.text,
             tool_calls=step.tool_calls,
             finish_reason=step.finish_reason or ("tool_calls" if step.tool_calls else "stop"),
@@ -224,6 +242,7 @@ def _parse_step(index: int, raw: Any) -> ScriptStep:
     rejected = tuple(_parse_step(index, step) for step in branch)
     return ScriptStep(
         text=valid_text(str(raw.get("message") or "") if error else str(raw.get("text") or "")),
+        reasoning=valid_text(str(raw.get("reasoning") or "")),
         tool_calls=tuple(calls),
         finish_reason=str(raw["finish_reason"]) if raw.get("finish_reason") else None,
         usage=_parse_usage(index, usage) if usage else None,

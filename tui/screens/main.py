@@ -543,8 +543,8 @@ class MainScreen(Screen[None]):
         # What the last response took is what the context holds now (the core counts the same).
         self.status.set_context(prompt_tokens + completion_tokens, self._window)
 
-    def set_activity(self, text: str) -> None:
-        self.status.set_activity(text)
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
+        self.status.set_activity(text, timed=timed)
 
     async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
         if await self.agent_views.record(event, self):
