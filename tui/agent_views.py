@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.agents.state import AgentRow
-from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, TasksUpdated, TextDelta
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, ReasoningDelta, TasksUpdated, TextDelta
 from todo_agent.core.tasks.model import Task
 
 from .handler import EventHandler
@@ -146,7 +146,7 @@ class AgentViews:
         await transcript.handler.handle(inner)
         if isinstance(inner, TasksUpdated):
             await plan.show_tasks(inner.tasks)
-        return not isinstance(inner, TextDelta)
+        return not isinstance(inner, TextDelta | ReasoningDelta)  # a line per piece would be a redraw per piece
 
     def lines(self, rows: Sequence[AgentRow]) -> dict[str, str]:
         """Call id → the live line under it, for every sub-agent still at work."""

@@ -23,6 +23,7 @@ from ..events import (
     Error,
     Event,
     Notice,
+    ReasoningDelta,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -118,6 +119,8 @@ class Child:
         match event:
             case TextDelta():
                 self.activity = "writing"
+            case ReasoningDelta():
+                self.activity = "reasoning"
             case ToolStarted(name=name, summary=summary):
                 self.activity = f"{name} {summary}".strip()
             case ToolFinished():
