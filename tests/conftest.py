@@ -7,13 +7,18 @@ import ipaddress
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from todo_agent.core.mcp.config import ServerSpec
+from todo_agent.core.mcp.manager import McpManager
 from todo_agent.core.model.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from mcp_helpers import Managers
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -151,3 +156,24 @@ def _scripts_played_to_the_end(request: pytest.FixtureRequest, monkeypatch: pyte
             model.assert_complete()
         except AssertionError as exc:
             pytest.fail(f"{exc} ({model.label}); play it to the end or mark the test {SCRIPT_MAY_END_EARLY}")
+
+
+@pytest.fixture
+async def managers(workspace: Path, notes: Path, tmp_path: Path) -> AsyncIterator[Managers]:
+    """Builds managers (`make(*specs, **options)`) and, after the test, stops them all and
+    fails it if any server process outlived it."""
+    from mcp_helpers import kill_all, pids, wait_gone  # here: this file is also copied alone (test_harness)
+
+    made: list[McpManager] = []
+
+    def make(*specs: ServerSpec, **kw: object) -> McpManager:
+        manager = McpManager(list(specs), workspace=workspace, log_dir=tmp_path / "logs", **kw)  # type: ignore[arg-type]
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        await manager.stop()
+    left = wait_gone(pids(notes))
+    kill_all(left)
+    assert not left, f"server processes outlived the test: {left}"

@@ -9,11 +9,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from todo_agent.core.mcp.config import ServerSpec
+from todo_agent.core.mcp.manager import McpManager
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 TEST_SERVER = SERVERS / "test_server.py"
@@ -121,3 +122,6 @@ async def gone_soon(found: list[int], seconds: float = 10) -> list[int]:
         await asyncio.sleep(0.05)
         left = [p for p in left if alive(p)]
     return left
+
+
+Managers = Callable[..., McpManager]

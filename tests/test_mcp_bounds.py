@@ -10,12 +10,11 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import alive, gone_soon, kill_all, pids, stdio_spec, wait_gone
+from mcp_helpers import Managers, alive, gone_soon, stdio_spec
 
 from todo_agent.core.mcp.config import ServerSpec
 from todo_agent.core.mcp.manager import McpManager
@@ -23,25 +22,6 @@ from todo_agent.core.mcp.remote import MAX_MESSAGE_BYTES, CallFailed
 from todo_agent.core.mcp.server import FAMILY_POLL, McpServer
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches server processes in /proc")
-
-Managers = Callable[..., McpManager]
-
-
-@pytest.fixture
-async def managers(workspace: Path, notes: Path, tmp_path: Path) -> AsyncIterator[Managers]:
-    made: list[McpManager] = []
-
-    def make(*specs: ServerSpec) -> McpManager:
-        manager = McpManager(list(specs), workspace=workspace, log_dir=tmp_path / "logs")
-        made.append(manager)
-        return manager
-
-    yield make
-    for manager in made:
-        await manager.stop()
-    left = wait_gone(pids(notes))
-    kill_all(left)
-    assert not left, f"server processes outlived the test: {left}"
 
 
 async def connected(manager: McpManager) -> McpManager:

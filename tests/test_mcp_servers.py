@@ -8,11 +8,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from mcp_helpers import alive, gone_soon, http_server, kill_all, pids, stdio_spec, wait_gone
+from mcp_helpers import Managers, alive, gone_soon, http_server, pids, stdio_spec
 
 from todo_agent.core.mcp.config import ServerSpec
 from todo_agent.core.mcp.manager import McpManager
@@ -23,26 +22,6 @@ from todo_agent.core.tools.context import ToolContext
 from todo_agent.core.tools.results import ToolError, ToolResult
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="watches server processes in /proc")
-
-
-Managers = Callable[..., McpManager]
-
-
-@pytest.fixture
-async def managers(workspace: Path, notes: Path, tmp_path: Path) -> AsyncIterator[Managers]:
-    made: list[McpManager] = []
-
-    def make(*specs: ServerSpec, **kw: object) -> McpManager:
-        manager = McpManager(list(specs), workspace=workspace, log_dir=tmp_path / "logs", **kw)  # type: ignore[arg-type]
-        made.append(manager)
-        return manager
-
-    yield make
-    for manager in made:
-        await manager.stop()
-    left = wait_gone(pids(notes))
-    kill_all(left)
-    assert not left, f"server processes outlived the test: {left}"
 
 
 async def connected(manager: McpManager, within: float = 30) -> McpManager:

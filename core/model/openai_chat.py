@@ -386,19 +386,15 @@ class _Assembler:
             raw = _as_text(delta.get(field))
             if raw:
                 self.reasoning_field = self.reasoning_field or field
-                raw, self._held_reasoning = self._held_reasoning + raw, ""
-                cut = high_surrogate_tail(raw)
-                raw, self._held_reasoning = raw[:cut], raw[cut:]
-                if thought := valid_text(raw):
+                thought, self._held_reasoning = _whole_pairs(self._held_reasoning + raw)
+                if thought:
                     self.reasoning.append(thought)
                     deltas.append(Reasoning(thought))
                 return
 
     def _valid(self, text: str) -> str:
-        text, self._held = self._held + text, ""
-        cut = high_surrogate_tail(text)
-        text, self._held = text[:cut], text[cut:]
-        return valid_text(text)
+        text, self._held = _whole_pairs(self._held + text)
+        return text
 
     def _add(self, piece: dict[str, Any]) -> None:
         index, piece_id = piece.get("index"), piece.get("id")
@@ -456,6 +452,13 @@ class _Assembler:
         more_thought, more_rest = self._thinking.close()
         self.reasoning += [t for t in (thought, more_thought) if t]
         self.text += [t for t in (rest, more_rest) if t]
+
+
+def _whole_pairs(text: str) -> tuple[str, str]:
+    """(`text` as valid Unicode, its last character held back): the first half of a
+    surrogate pair that ends a delta waits for its second half in the next one."""
+    cut = high_surrogate_tail(text)
+    return valid_text(text[:cut]), text[cut:]
 
 
 def _as_text(value: object) -> str:
