@@ -44,6 +44,12 @@ class RecordingUI:
     async def add_entry(self, entry: Entry) -> None:
         self.calls.append(("entry", entry))
 
+    async def stream_reasoning(self, text: str) -> None:
+        self.calls.append(("reasoning", text))
+
+    async def finish_reasoning(self, seconds: float) -> None:
+        self.calls.append(("thought", seconds >= 0))
+
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
         self.calls.append(("tool_done", (call_id, name, output, status, elapsed)))
 

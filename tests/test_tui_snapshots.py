@@ -340,3 +340,28 @@ def test_one_tasks_diff(snap_compare: SnapCompare, demo: tuple[Path, dict[str, A
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+THOUGHT = (
+    "The user wants pagination in list_posts. I should read posts.py first to see the current "
+    "signature, then add page and page_size with sane defaults. [bold]not markup[/bold]\n\nThen the tests.\n"
+)
+
+
+@pytest.mark.parametrize("opened", [False, True], ids=["folded", "open"])
+def test_a_thought_folded_and_open(
+    snap_compare: SnapCompare, workspace: Path, monkeypatch: pytest.MonkeyPatch, opened: bool
+) -> None:
+    from todo_agent.tui import handler
+
+    monkeypatch.setattr(handler, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW))  # "Thought for 1 s"
+    app = make_app(workspace, [{"reasoning": THOUGHT, "text": "Here is the plan: read `posts.py`, then edit it."}])
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "add pagination")
+        await turn_done(pilot)
+        if opened:
+            await pilot.press("ctrl+o")
+        await wait_settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -19,7 +19,7 @@ from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Reas
 from todo_agent.core.tasks.model import Task
 
 from .handler import EventHandler
-from .transcript import AssistantEntry, Entry, NoticeEntry, ToolEntry, ToolStatus, UserEntry
+from .transcript import AssistantEntry, Entry, NoticeEntry, ThoughtEntry, ToolEntry, ToolStatus, UserEntry
 from .widgets.conversation import Conversation
 from .widgets.status import format_seconds
 
@@ -47,13 +47,17 @@ class AgentTranscript:
         self.agent_id = agent_id
         self.entries: list[Entry] = [UserEntry(prompt)] if prompt else []
         self.streaming: list[str] = []
+        self.thought: ThoughtEntry | None = None
+        """Its reasoning streaming now (in `entries` too)."""
         self.view: Conversation | None = None
         self.handler = EventHandler(self)
 
     async def attach(self, view: Conversation) -> None:
         """Show it in `view` from now on: everything so far, then each event as it comes."""
         self.view = view
-        await view.load(list(self.entries))
+        await view.load([e for e in self.entries if e is not self.thought])
+        if self.thought is not None:
+            await view.write_thought(self.thought.text)
         if self.streaming:
             await view.write_live("".join(self.streaming))
 
@@ -77,8 +81,29 @@ class AgentTranscript:
 
     async def discard_message(self) -> None:
         self.streaming = []
+        if self.thought is not None:
+            self.entries.remove(self.thought)
+            self.thought = None
         if self.view is not None:
+            await self.view.drop_thought()
             await self.view.stop_live()
+
+    async def stream_reasoning(self, text: str) -> None:
+        if self.thought is None:
+            self.thought = ThoughtEntry("", streaming=True)
+            self.entries.append(self.thought)
+        self.thought.text += text
+        if self.view is not None:
+            await self.view.write_thought(text)
+
+    async def finish_reasoning(self, seconds: float) -> None:
+        thought, self.thought = self.thought, None
+        if thought is not None:
+            thought.streaming, thought.seconds = False, seconds
+            if not thought.text.strip():
+                self.entries.remove(thought)
+        if self.view is not None:
+            await self.view.finish_thought(seconds)
 
     async def add_entry(self, entry: Entry) -> None:
         self.entries.append(entry)

@@ -7,6 +7,7 @@ recording fake, so every mapping here is checked without running an app.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -56,7 +57,13 @@ class ConversationUI(Protocol):
         """Collapse the live message into a finished one holding `text` (None: what streamed)."""
 
     async def discard_message(self) -> None:
-        """Drop the live message: its response failed and will be retried."""
+        """Drop the live message (and its thought): its response failed and will be retried."""
+
+    async def stream_reasoning(self, text: str) -> None:
+        """Append to the thought streaming now (open), starting one if needed."""
+
+    async def finish_reasoning(self, seconds: float) -> None:
+        """The answer or a call has begun: fold the thought, which took `seconds`."""
 
     async def add_entry(self, entry: Entry) -> None:
         """Append a block to the conversation."""
@@ -103,14 +110,15 @@ class EventHandler:
     def __init__(self, ui: ConversationUI) -> None:
         self.ui = ui
         self._streaming = False
-        self._reasoning = False
-        """A response's reasoning is streaming: the status line counts its time."""
+        self._reasoning: float | None = None
+        """When the reasoning streaming now began (the status line counts its time), or None."""
         self._started: set[str] = set()
         """Calls whose start was shown; any other call that finishes is shown whole then."""
 
     async def handle(self, event: Event) -> None:
-        if self._reasoning and not isinstance(event, ReasoningDelta | Usage):
-            self._reasoning = False  # the answer (or a call, or the end) has begun
+        if self._reasoning is not None and not isinstance(event, ReasoningDelta | Usage | ResponseDiscarded):
+            seconds, self._reasoning = time.monotonic() - self._reasoning, None  # the answer (or a call) has begun
+            await self.ui.finish_reasoning(seconds)
             self.ui.set_activity("thinking")
         if self._streaming and not isinstance(event, _STREAM_EVENTS):
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
@@ -123,15 +131,16 @@ class EventHandler:
         elif isinstance(event, ResponseDiscarded | Retrying):
             await self._retry(event)
         elif isinstance(event, ReasoningDelta):
-            if not self._reasoning:  # the thought itself is not drawn yet: its time is
-                self._reasoning = True
+            if self._reasoning is None:
+                self._reasoning = time.monotonic()
                 self.ui.set_activity("reasoning", timed=True)
+            await self.ui.stream_reasoning(event.text)
         else:
             await self._dispatch(event)
 
     async def _retry(self, event: ResponseDiscarded | Retrying) -> None:
         if isinstance(event, ResponseDiscarded):  # the `Retrying` that follows says why and when
-            self._streaming = False
+            self._streaming, self._reasoning = False, None
             await self.ui.discard_message()
             return
         await self.ui.add_entry(NoticeEntry(event.describe(), "warning"))

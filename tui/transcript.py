@@ -17,7 +17,7 @@ from todo_agent.core.engine.person_shell import KILLED, parse_shell_message
 from todo_agent.core.events import Attached
 from todo_agent.core.input.custom_commands import parse_header
 from todo_agent.core.input.mentions import parse_attachment_message
-from todo_agent.core.model.base import content_text
+from todo_agent.core.model.base import content_text, stored_reasoning
 from todo_agent.core.session.transcript import CompactionMark
 from todo_agent.core.tasks.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
 from todo_agent.core.tools.base import short
@@ -72,6 +72,18 @@ class FoldEntry:
 
 
 @dataclass
+class ThoughtEntry:
+    """The model's reasoning before an answer or a call: streamed open, then one folded line
+    (`∴ Thought for 12 s`) that unfolds to the whole thought."""
+
+    text: str
+    seconds: float | None = None
+    """How long it streamed; None while it streams, and for a thought read back from a
+    session (the session keeps the thought, not its timing)."""
+    streaming: bool = False
+
+
+@dataclass
 class PlainEntry:
     """Lines printed into the conversation as they are: a task list (`/todos`), help."""
 
@@ -79,7 +91,7 @@ class PlainEntry:
     kind: Literal["tasks", "help"] = "tasks"
 
 
-Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry | FoldEntry
+Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry | FoldEntry | ThoughtEntry
 
 # Which argument best names a call, per tool, for `⏺ Name(...)` lines rebuilt from history.
 _SUMMARY_KEYS = ("file_path", "command", "pattern", "subject", "path", "taskId")
@@ -165,6 +177,8 @@ def entries_from_history(
         if role == "user":
             entries.extend(_user_entries(text, show_reminders))
         elif role == "assistant":
+            if (thought := stored_reasoning(message)[0]).strip():
+                entries.append(ThoughtEntry(thought))
             if text.strip():
                 entries.append(AssistantEntry(text))
             for call in message.get("tool_calls") or []:
@@ -181,6 +195,16 @@ def entries_from_history(
         if entry.status == "running":  # a call whose result never made it to history
             entry.status = "cancelled"
     return entries
+
+
+def thought_label(entry: ThoughtEntry) -> tuple[str, str]:
+    """`∴ Thought for 12 s` (live), `∴ Thought` and `312 words` (read back from a session)."""
+    if entry.streaming:
+        return "∴ Thinking…", ""
+    if entry.seconds is not None:
+        return f"∴ Thought for {max(1, round(entry.seconds))} s", ""
+    words = len(entry.text.split())
+    return "∴ Thought", f"{words:,} word{'' if words == 1 else 's'}"
 
 
 def _user_entries(text: str, show_reminders: bool) -> list[Entry]:

@@ -404,6 +404,11 @@ class Runner:
             self._wake.set()
         await anyio.lowlevel.checkpoint()
 
+    @property
+    def broken(self) -> str:
+        """Why todo-agent cut the connection itself (a line past the cap), or ""."""
+        return self._broken
+
     def _break(self, why: str) -> None:
         self._broken = why
 

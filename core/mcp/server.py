@@ -160,7 +160,9 @@ class McpServer:
             finally:
                 for watchdog in watchdogs:
                     watchdog.cancel()
-            if self._exited and not self._stopping:
+            if runner.broken:  # todo-agent cut it: that is why, even if the exit was seen first
+                why = runner.broken
+            elif self._exited and not self._stopping:
                 why = "the server exited"
             if self._timed_out:
                 self._set(

@@ -137,6 +137,19 @@ REASONING_FIELD = "reasoning_content"
 """Where a response's reasoning is kept on its message when the server named no field
 (a `<think>` it left in the content): DeepSeek's and llama.cpp's name."""
 
+_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "refusal", "audio"})
+
+
+def stored_reasoning(message: Message) -> tuple[str, str]:
+    """The reasoning an assistant message was stored with and the field it is in (the
+    field it came in: `reasoning_content`, `reasoning` or a configured one), or ("", "")."""
+    if message.get("role") != "assistant":
+        return "", ""
+    for key, value in message.items():
+        if key not in _MESSAGE_KEYS and isinstance(value, str) and value:
+            return value, key
+    return "", ""
+
 
 @dataclass(frozen=True)
 class ModelResponse:

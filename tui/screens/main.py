@@ -509,7 +509,14 @@ class MainScreen(Screen[None]):
         await self.conversation.finish_live(text if text is not None else (live.text if live else ""))
 
     async def discard_message(self) -> None:
+        await self.conversation.drop_thought()
         await self.conversation.stop_live()
+
+    async def stream_reasoning(self, text: str) -> None:
+        await self.conversation.write_thought(text)
+
+    async def finish_reasoning(self, seconds: float) -> None:
+        await self.conversation.finish_thought(seconds)
 
     async def add_entry(self, entry: Entry) -> None:
         if isinstance(entry, ToolEntry):

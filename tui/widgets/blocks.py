@@ -26,9 +26,11 @@ from ..transcript import (
     FoldEntry,
     NoticeEntry,
     PlainEntry,
+    ThoughtEntry,
     ToolEntry,
     UserEntry,
     output_summary,
+    thought_label,
 )
 from .markdown_blocks import Piece, split_pieces
 from .markdown_body import GUTTER, MarkdownBody, block_lines, decorate
@@ -146,9 +148,36 @@ def plain_lines(entry: PlainEntry, width: int, painter: Painter) -> list[Strip]:
     return [Strip.join([bar, pad, fit(line, inner, muted), pad]) for line in painter.content(content, inner, muted)]
 
 
+THOUGHT_INDENT = 4
+"""Columns before an open thought's text (under the `∴`)."""
+THOUGHT_STYLE = "$foreground 55% italic"
+THOUGHT_HEAD_STYLE = "$foreground 70%"
+"""Dim by a share of the foreground: `$text-muted` is `auto 60%`, which `Content` draws
+at full strength."""
+
+
+def thought_head(entry: ThoughtEntry, width: int, painter: Painter) -> Strip:
+    """`  ∴ Thought for 12 s`: the one line a finished thought folds to."""
+    label, detail = thought_label(entry)
+    line = Content.assemble(("  " + label, THOUGHT_HEAD_STYLE), ("  " + detail if detail else "", THOUGHT_STYLE))
+    return painter.content(line.truncate(width, ellipsis=True), width, painter.style())[0]
+
+
+def thought_text_lines(text: str, width: int, painter: Painter) -> list[Strip]:
+    """The thought itself, dim plain text (never markup), indented under its line."""
+    indent = painter.blank(THOUGHT_INDENT)
+    inner = max(1, width - THOUGHT_INDENT)
+    content = Content.styled(sanitize(text), THOUGHT_STYLE)
+    return [Strip.join([indent, line]) for line in painter.content(content, inner, painter.style())]
+
+
 def estimate_height(entry: Entry, width: int) -> int:
     """About how many lines `entry` takes at `width`, without rendering it."""
     match entry:
+        case ThoughtEntry(streaming=False):
+            return 1
+        case ThoughtEntry():
+            text, width = entry.text, width - THOUGHT_INDENT
         case ToolEntry():
             return 1 if entry.status == "ok" and entry.name in TASK_TOOLS else 2
         case FoldEntry():
@@ -312,8 +341,46 @@ class FoldBlock(FoldingBlock):
         return fold_lines(self.entry, expanded=self.expanded, width=width, painter=painter)
 
 
+class ThoughtBlock(FoldingBlock):
+    """The model's reasoning: open while it streams, then folded to one line.
+
+    A thought can be long and arrives a few characters at a time, so while it streams
+    its finished lines (up to the last newline) are drawn once and kept; each redraw
+    draws only the line still growing.
+    """
+
+    entry: ThoughtEntry
+
+    def __init__(self, entry: ThoughtEntry) -> None:
+        super().__init__(entry)
+        self._kept: list[Strip] = []
+        self._kept_upto = 0
+        """`entry.text[:_kept_upto]` (whole lines) is drawn in `_kept`."""
+        self._kept_width = 0
+
+    @property
+    def can_fold(self) -> bool:
+        return not self.entry.streaming and bool(self.entry.text.strip())
+
+    def _render(self, width: int, painter: Painter) -> list[Strip]:
+        head = thought_head(self.entry, width, painter)
+        if not (self.entry.streaming or self.expanded):
+            return [head]
+        text = self.entry.text.lstrip("\n")
+        if self._kept_width != width or len(text) < self._kept_upto:
+            self._kept, self._kept_upto, self._kept_width = [], 0, width
+        whole = text.rfind("\n") + 1
+        if whole > self._kept_upto:
+            self._kept += thought_text_lines(text[self._kept_upto : whole - 1], width, painter)
+            self._kept_upto = whole
+        tail = text[self._kept_upto :]
+        return [head, *self._kept, *(thought_text_lines(tail, width, painter) if tail else [])]
+
+
 def block_for(entry: Entry) -> Block:
     match entry:
+        case ThoughtEntry():
+            return ThoughtBlock(entry)
         case ToolEntry():
             return ToolBlock(entry)
         case FoldEntry():

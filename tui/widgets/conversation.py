@@ -37,8 +37,8 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.timer import Timer
 
-from ..transcript import AssistantEntry, Entry, ToolEntry, ToolStatus
-from .blocks import AssistantBlock, Block, FoldingBlock, LiveBlock, ToolBlock, block_for
+from ..transcript import AssistantEntry, Entry, ThoughtEntry, ToolEntry, ToolStatus
+from .blocks import AssistantBlock, Block, FoldingBlock, LiveBlock, ThoughtBlock, ToolBlock, block_for
 from .painter import Painter
 from .scrollbar import steady_vertical_scrollbar
 
@@ -166,6 +166,10 @@ class Conversation(ScrollView, can_focus=False):
         """`finish_live` is taking in the rest of a burst: the screen's drawing does not too."""
         self._look: tuple[object, ...] = ()
         """The colours the blocks were drawn in: a new theme draws them again."""
+        self.thought: ThoughtBlock | None = None
+        """The reasoning streaming now (open, the last block), until the answer or a call starts."""
+        self._thought_frame: Timer | None = None
+        self._thought_cost = 0.0
 
     def on_mount(self) -> None:
         self.anchor()
@@ -211,6 +215,10 @@ class Conversation(ScrollView, can_focus=False):
 
     async def clear(self) -> None:
         await self.stop_live()
+        if self._thought_frame is not None:
+            self._thought_frame.stop()
+            self._thought_frame = None
+        self.thought = None
         self.entries, self._blocks, self._tools = [], [], {}
         self._relayout()
 
@@ -303,6 +311,51 @@ class Conversation(ScrollView, can_focus=False):
                 self._draw(block)
             self._blocks.insert(position, block)
         self._relayout()
+
+    # --- the model's reasoning -------------------------------------------------------
+
+    async def write_thought(self, delta: str) -> None:
+        """Append to the thought streaming now, starting one (open) if needed; drawn at
+        most `FRAME_RATE` times a second, less when drawing it falls behind."""
+        if self.thought is None:
+            entry = ThoughtEntry("", streaming=True)
+            self.entries.append(entry)
+            self.thought = ThoughtBlock(entry)
+            self._insert(self.thought)
+        self.thought.entry.text += delta
+        if self._thought_frame is None:
+            delay = max(1 / FRAME_RATE, 3 * self._thought_cost)
+            self._thought_frame = self.set_timer(min(SLOWEST_FRAME, delay), self._draw_thought, name="thought")
+
+    def _draw_thought(self) -> None:
+        self._thought_frame = None
+        if self.thought is not None:
+            started = time.monotonic()
+            self._redraw(self.thought)
+            self._thought_cost = time.monotonic() - started
+
+    async def finish_thought(self, seconds: float | None) -> None:
+        """The answer or a call has begun: the thought folds to `∴ Thought for N s`
+        (dropped when it held nothing but blank space)."""
+        if self._thought_frame is not None:
+            self._thought_frame.stop()
+            self._thought_frame = None
+        block, self.thought = self.thought, None
+        if block is None:
+            return
+        block.entry.streaming, block.entry.seconds = False, seconds
+        if not block.entry.text.strip():
+            self.entries.remove(block.entry)
+            self._blocks.remove(block)
+            self._relayout()
+            return
+        self._redraw(block)
+
+    async def drop_thought(self) -> None:
+        """The response it belonged to failed and will be asked again."""
+        if self.thought is not None:
+            self.thought.entry.text = ""
+        await self.finish_thought(None)
 
     # --- tool calls -----------------------------------------------------------------
 
