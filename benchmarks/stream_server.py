@@ -12,6 +12,9 @@ of `key=value`:
 - `shape=S` with `bytes=N`: `mixed` (default, as below), `fence` (one code fence holding
   the whole answer: a model writing a long file), `lines` (10,000-character lines and
   no blank line: one paragraph, as a model pasting output) or `line` (one line).
+- `think=1`: the chunks stream as reasoning (`delta.reasoning_content`, as DeepSeek and
+  llama.cpp send it) instead of content; after the last one the server waits `HOLD`
+  seconds (the open thought, `LAST_MARK` in it, stays on screen), then answers `done`.
 - `agents=K`: a fan-out instead: the main agent's first request is answered with K `Agent`
   calls (briefs `bench child 1`…), each sub-agent's request with the streamed answer, and
   the main agent's next request (after the results) with `LAST_MARK`.
@@ -41,6 +44,8 @@ from typing import Any, TextIO
 
 FIRST_MARK = "Qxvstart"
 LAST_MARK = "Qxvend"
+HOLD = 3.0
+"""Seconds a `think=1` answer waits between its thought and its answer."""
 
 SECTION = """## Part {n}: the loader
 
@@ -119,7 +124,7 @@ SHAPES = ("mixed", "fence", "lines", "line")
 def scenario(model: str) -> dict[str, int]:
     """`chunks=2000,rate=100` → {"chunks": 2000, "rate": 100}; unknown keys are ignored.
     The shape is given as its index in `SHAPES`."""
-    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "shape": 0, "agents": 0}
+    found = {"chunks": 2000, "rate": 0, "bytes": 0, "chunk": 256, "shape": 0, "agents": 0, "think": 0}
     for part in model.split(","):
         key, _, value = (s.strip() for s in part.partition("="))
         if key == "shape" and value in SHAPES:
@@ -216,7 +221,8 @@ class StreamServer:
         if pieces is None:
             size, chunk = plan["bytes"], plan["chunk"] if plan["bytes"] else 0
             pieces = answer_chunks(plan["chunks"], size, chunk, SHAPES[plan["shape"]])
-        events = [sse(model, {"content": piece}) for piece in pieces]
+        field = "reasoning_content" if plan["think"] else "content"
+        events = [sse(model, {field: piece}) for piece in pieces]
         rate = plan["rate"]
         started = time.monotonic()
         self.note("first_byte")
@@ -230,6 +236,9 @@ class StreamServer:
                 await writer.drain()
         await writer.drain()
         self.note("last_byte", chunks=len(events))
+        if plan["think"]:
+            await asyncio.sleep(HOLD)
+            writer.write(sse(model, {"content": "done"}))
         writer.write(sse(model, {}, "stop") + usage_event(model, len(events)) + b"data: [DONE]\n\n")
         await writer.drain()
 

@@ -15,6 +15,8 @@ Scenarios (each a fresh launch):
            is sent at that moment; time until the answer's first token is on screen,
            counted from Enter and from the server's first byte (200-chunk answer).
 - burst:   2,000 chunks written at once: Enter → the last chunk on screen; CPU used.
+- thought: the same 2,000 chunks as a reasoning model's thought (`reasoning_content`),
+           drawn in the open thinking block; todo-agent only (compare with its `burst`).
 - paced:   2,100 chunks at 100/s: how far the screen is behind the server at the end; CPU.
 - keys:    a key every 100 ms during a 1,000-chunk answer at 100/s: time until each key
            is on screen (p50/p99); todo-agent also with a resumed 2,000-message history.
@@ -71,6 +73,7 @@ HISTORY_EXCHANGES = 500  # 4 messages each: 2,000 messages
 MODELS = {
     "launch": "chunks=200",
     "burst": "chunks=2000",
+    "thought": "chunks=2000,think=1",
     "paced": "chunks=2100,rate=100",
     "keys": "chunks=1000,rate=100",
     "idle": "chunks=10",
@@ -103,6 +106,7 @@ SCENARIO_APPS = {
     "launch": (BARE, TODO),
     "mcp": (BARE, TODO, TODO_MCP),
     "burst": (BARE, TODO),
+    "thought": (TODO,),
     "paced": (BARE, TODO),
     "keys": (BARE, TODO, TODO_HISTORY),
     "idle": (TODO, TODO_HISTORY),
@@ -464,6 +468,7 @@ SCENARIOS: dict[str, Callable[[Running, Server], None]] = {
     "launch": scenario_launch,
     "mcp": scenario_mcp,
     "burst": lambda run, server: scenario_stream(run, server, "burst"),
+    "thought": lambda run, server: scenario_stream(run, server, "thought"),
     "paced": lambda run, server: scenario_stream(run, server, "paced"),
     "keys": scenario_keys,
     "idle": scenario_idle,

@@ -179,6 +179,10 @@ class Usage:
     prompt_tokens: int
     completion_tokens: int
     estimated: bool = False
+    cached_tokens: int = 0
+    """Of the prompt, what the server had cached (it says so: OpenAI, vLLM, llama.cpp)."""
+    reasoning_tokens: int = 0
+    """Of the completion, what went into reasoning (reasoning models that count it)."""
 
 
 @dataclass(frozen=True)

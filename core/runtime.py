@@ -25,7 +25,7 @@ import importlib
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from .mcp.manager import McpManager
 from .mcp.results import results_dir
 from .mcp.server import McpServer
 from .mcp.tools import SCHEMA_SHARE, ToolSet
-from .model.base import ChatModel, Message, ScriptsAgents, StreamItem
+from .model.base import ChatModel, LearnsServer, Message, ScriptsAgents, StreamItem, WireOptions
 from .model.openai_types import defer_openai_types
 from .model.scripted import ScriptedModel
 from .model.server import ServerInfo, probe
@@ -90,24 +90,41 @@ def create_model(
     base_url: str | None,
     api_key: str | None,
     script_dir: Path | None = None,
-    first_byte_timeout: float = 60.0,
-    reasoning_field: str = "",
+    wire: WireOptions | None = None,
 ) -> ChatModel:
-    """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API."""
+    """Build the model named by `spec`: `script:PATH` or a model name for the OpenAI API
+    (chat completions, or the Responses API when `wire.wire_api` says so)."""
     if spec.startswith("script:"):
         path = Path(spec.removeprefix("script:")).expanduser()
         if not path.is_absolute() and script_dir is not None:
             path = script_dir / path
         return ScriptedModel.from_file(path)
+    wire = wire or WireOptions()
     defer_openai_types()
     from .model.openai_chat import OpenAIChatModel
 
-    return OpenAIChatModel(
+    kind = OpenAIChatModel
+    if wire.wire_api == "responses":
+        from .model.openai_responses import OpenAIResponsesModel
+
+        kind = OpenAIResponsesModel
+    return kind(
         model=spec,
         base_url=base_url,
         api_key=api_key,
-        first_byte_timeout=first_byte_timeout,
-        reasoning_field=reasoning_field,
+        first_byte_timeout=wire.first_byte_timeout,
+        reasoning_field=wire.reasoning_field,
+        reasoning_effort=wire.reasoning_effort,
+        wire_api=wire.wire_api,
+    )
+
+
+def wire_options(config: Config) -> WireOptions:
+    return WireOptions(
+        first_byte_timeout=config.first_byte_timeout,
+        reasoning_field=config.reasoning_field,
+        reasoning_effort=config.reasoning_effort,
+        wire_api=config.wire_api,
     )
 
 
@@ -136,6 +153,10 @@ class LazyModel:
 
     config: Config
     _model: ChatModel | None = field(default=None, repr=False)
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What an earlier run learned of the server (the session file): given to the client when built."""
+    effort: str | None = None
+    """The effort `/effort` chose; None: the settings' (`reasoning_effort`)."""
 
     @property
     def name(self) -> str:
@@ -157,10 +178,27 @@ class LazyModel:
                 base_url=self.config.base_url,
                 api_key=self.config.api_key,
                 script_dir=Path.cwd(),
-                first_byte_timeout=self.config.first_byte_timeout,
-                reasoning_field=self.config.reasoning_field,
+                wire=replace(wire_options(self.config), reasoning_effort=self.reasoning_effort),
             )
+            client: object = self._model
+            if isinstance(client, LearnsServer) and self.facts:
+                client.learn(self.facts)
         return self._model
+
+    @property
+    def reasoning_effort(self) -> str:
+        return self.config.reasoning_effort if self.effort is None else self.effort
+
+    def learned(self) -> dict[str, Any]:
+        client: object = self._model
+        return client.learned() if isinstance(client, LearnsServer) else {}
+
+    def set_effort(self, effort: str) -> None:
+        """The reasoning effort from now on (`/effort`); the client is told when it exists."""
+        client: object = self._model  # a script's model does not learn
+        self.effort = effort
+        if isinstance(client, LearnsServer):
+            client.set_effort(effort)
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
@@ -341,7 +379,7 @@ class Runtime:
             session = Session.open(path)
         else:
             session = Session.create(config.workspace)
-        lazy = LazyModel(config)
+        lazy = LazyModel(config, facts=session.server_facts.get(config.model, {}))
         if model is not None:
             lazy._model = model
         return cls(config, session, approver, lazy)
@@ -351,6 +389,16 @@ class Runtime:
     @property
     def model_name(self) -> str:
         return self.model.name
+
+    @property
+    def model_label(self) -> str:
+        """The model as the status line shows it: `gpt-5 (high)` with a reasoning effort set."""
+        effort = self.model.reasoning_effort
+        return f"{self.model.name} ({effort})" if effort else self.model.name
+
+    def set_effort(self, effort: str) -> None:
+        """`/effort`: how hard the model reasons from the next request on ("" for the server's default)."""
+        self.model.set_effort(effort)
 
     @property
     def history(self) -> list[Message]:
@@ -643,11 +691,7 @@ class Runtime:
             return base.for_agent(about)
         if kind.model and not self.config.scripted and not self.child_model_notice(kind):
             return create_model(
-                kind.model,
-                base_url=self.config.base_url,
-                api_key=self.config.api_key,
-                first_byte_timeout=self.config.first_byte_timeout,
-                reasoning_field=self.config.reasoning_field,
+                kind.model, base_url=self.config.base_url, api_key=self.config.api_key, wire=wire_options(self.config)
             )
         return self.model
 
@@ -730,7 +774,7 @@ class Runtime:
     def set_model(self, spec: str) -> None:
         self.config.model = spec
         self.config.model_chosen = True
-        self.model = LazyModel(self.config)
+        self.model = LazyModel(self.config, facts=self.session.server_facts.get(spec, {}), effort=self.model.effort)
         self.agent.model = self.model
 
     def new_session(self) -> None:

@@ -75,6 +75,8 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "reminder_interval": int,
     "first_byte_timeout": (int, float),
     "reasoning_field": str,
+    "reasoning_effort": str,
+    "wire_api": str,
     "tasks": str,
     "permission_mode": str,
     "permissions": dict,
@@ -86,6 +88,10 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "ui": dict,
 }
 
+
+EFFORTS = ("none", "minimal", "low", "medium", "high")
+"""`reasoning_effort` levels, as OpenAI names them (servers take what they know of them)."""
+WIRE_APIS = ("auto", "chat", "responses")
 
 MAX_SETTINGS_BYTES = 1_000_000
 """A settings file past this is refused (exit 2): a repository's file may be endless."""
@@ -236,6 +242,8 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
         lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", v) is not None,
         "'reasoning_field' must be a field name (letters, digits, _)",
     ),
+    "reasoning_effort": _when(lambda v: v in EFFORTS, f"'reasoning_effort' must be one of {', '.join(EFFORTS)}"),
+    "wire_api": _when(lambda v: v in WIRE_APIS, f"'wire_api' must be one of {', '.join(WIRE_APIS)}"),
     "context_window": _when(lambda v: v >= 512, "'context_window' must be >= 512 tokens"),
     "compact_threshold": _when(lambda v: 0.1 <= v <= 0.95, "'compact_threshold' must be between 0.1 and 0.95"),
     "max_output_tokens": _when(lambda v: v >= 16, "'max_output_tokens' must be >= 16"),
@@ -271,6 +279,11 @@ class Config:
     reasoning_field: str = ""
     """The delta field a server streams reasoning in, when it is neither of the known ones
     (`reasoning_content`, `reasoning`)."""
+    reasoning_effort: str = ""
+    """How hard a reasoning model thinks (`EFFORTS`); empty: the server's default, not sent."""
+    wire_api: str = "auto"
+    """`chat` (chat completions), `responses` (OpenAI's Responses API) or `auto`: chat,
+    switching a model to Responses when the server says it is only served there."""
     max_output_tokens: int | None = None
     """`max_tokens` of each response; None: a quarter of the window, 256 to 8192."""
     max_turns: int = 200
@@ -360,6 +373,8 @@ def load_config(
     config.permission_mode = cast(PermissionMode, flags.get("permission_mode", config.permission_mode))
     config.tasks_version = cast(TaskVersion, flags.get("tasks", config.tasks_version))
     config.context_window = flags.get("context_window", config.context_window)
+    config.reasoning_effort = flags.get("reasoning_effort", config.reasoning_effort)
+    config.wire_api = flags.get("wire_api", config.wire_api)
     config.max_turns = flags.get("max_turns", config.max_turns)
     config.task_list = flags.get("task_list") or env.get("TODO_AGENT_TASK_LIST") or config.task_list
     if config.task_list is not None and not valid_list_name(config.task_list):
@@ -455,6 +470,8 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
     config.first_byte_timeout = float(data.get("first_byte_timeout", config.first_byte_timeout))
     config.reasoning_field = data.get("reasoning_field", config.reasoning_field)
+    config.reasoning_effort = data.get("reasoning_effort", config.reasoning_effort)
+    config.wire_api = data.get("wire_api", config.wire_api)
     config.max_output_tokens = data.get("max_output_tokens", config.max_output_tokens)
     config.max_turns = data.get("max_turns", config.max_turns)
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)

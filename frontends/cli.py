@@ -22,7 +22,7 @@ from typing import Any
 
 from todo_agent.core import __version__
 from todo_agent.core.permissions.modes import MODES
-from todo_agent.core.settings import Config, SettingsError, load_config
+from todo_agent.core.settings import EFFORTS, WIRE_APIS, Config, SettingsError, load_config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
 NO_MODEL = (
@@ -41,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--model", help="model name, or script:PATH for a scripted conversation")
     parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    parser.add_argument(
+        "--reasoning-effort", choices=EFFORTS, help="how hard a reasoning model thinks (sent as reasoning_effort)"
+    )
+    parser.add_argument(
+        "--wire-api", choices=WIRE_APIS, help="chat, responses (OpenAI's Responses API) or auto (the default)"
+    )
     parser.add_argument("--permission-mode", choices=MODES, help="default, acceptEdits, plan or bypassPermissions")
     parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
@@ -125,6 +131,8 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "tasks": args.tasks,
         "max_turns": args.max_turns,
         "context_window": args.context_window,
+        "reasoning_effort": args.reasoning_effort,
+        "wire_api": args.wire_api,
         "allow_project_hooks": args.allow_project_hooks or None,
         "mcp_config": args.mcp_config,
         "allow_project_mcp": args.allow_project_mcp or None,

@@ -95,6 +95,8 @@ class _Tally:
     errors: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     last_listing: str = ""
 
     def feed(self, event: Event) -> None:
@@ -113,8 +115,7 @@ class _Tally:
         elif isinstance(event, Attached) and event.note:  # `@path` that could not go with the prompt
             print(f"todo-agent: @{sanitize(event.path)}: {sanitize(event.note)}", file=self.err)
         elif isinstance(event, Usage):
-            self.prompt_tokens += event.prompt_tokens
-            self.completion_tokens += event.completion_tokens
+            self.count(event)
         elif isinstance(event, TurnEnd):
             self.end = event
         elif isinstance(event, Compacted):
@@ -129,12 +130,17 @@ class _Tally:
                 print(sanitize(listing), file=self.err)
                 self.last_listing = listing
 
+    def count(self, usage: Usage) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cached_tokens += usage.cached_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
+
     def _feed_agent(self, wrapped: AgentEvent) -> None:
         """A sub-agent's event: its tokens count, its plan changes print; its text does not."""
         event = wrapped.event
         if isinstance(event, Usage):
-            self.prompt_tokens += event.prompt_tokens
-            self.completion_tokens += event.completion_tokens
+            self.count(event)
         elif isinstance(event, TasksUpdated):
             self.feed(event)
         elif isinstance(event, Error):
@@ -251,6 +257,8 @@ def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:
     return {
         "prompt_tokens": tally.prompt_tokens,
         "completion_tokens": tally.completion_tokens,
+        "cached_tokens": tally.cached_tokens,
+        "reasoning_tokens": tally.reasoning_tokens,
         "context_tokens": used,
         "context_window": window,
         "context_share": round(used / window, 3) if window else None,

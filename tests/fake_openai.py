@@ -54,6 +54,12 @@ Server-wide options (`FakeOpenAIServer(..., option=...)`):
 - `send_usage=False`: never send usage (some servers do not).
 - `without_tools=ITEM`: every request that carries no tools (a compaction's summary
   request) is answered with ITEM, any number of times, without using a script item.
+- `responses_only=True`: a model served only over the Responses API (OpenAI's codex
+  models): every chat request is answered 404 "only supported in v1/responses"
+  (`refused_chat` counts them). `POST /v1/responses` is always served, from the same
+  script, as typed SSE events (`_responses_events`).
+- `deepseek=True`: DeepSeek's thinking mode: a chat request whose tool-calling assistant
+  message lacks its `reasoning_content` is refused with HTTP 400.
 - `props={...}`: served at `GET /props` (llama.cpp's server properties); 404 when None.
   `model_info={"id": {...}}` adds fields (vLLM's `max_model_len`) to `GET /v1/models` entries.
 
@@ -107,7 +113,7 @@ _DEFAULT_ERRORS = {
 
 def count_tokens(body: Mapping[str, Any]) -> int:
     """The fake's own token count of a request: its messages and tools as JSON, 4 characters a token."""
-    return (len(json.dumps(body.get("messages"))) + len(json.dumps(body.get("tools") or []))) // 4
+    return (len(json.dumps(body.get("messages") or body.get("input"))) + len(json.dumps(body.get("tools") or []))) // 4
 
 
 def overflow_error(shape: str, prompt: int, limit: int) -> dict[str, Any]:
@@ -203,6 +209,8 @@ class FakeOpenAIServer:
         without_tools: Item | None = None,
         props: Mapping[str, Any] | None = None,
         model_info: Mapping[str, Mapping[str, Any]] | None = None,
+        responses_only: bool = False,
+        deepseek: bool = False,
     ) -> None:
         """`models`: ids that exist (others get 404); None accepts any model.
 
@@ -221,6 +229,10 @@ class FakeOpenAIServer:
         self.without_tools = without_tools
         self.props = props
         self.model_info = dict(model_info or {})
+        self.responses_only = responses_only
+        self.deepseek = deepseek
+        self.refused_chat = 0
+        """Chat requests answered 404 because the model is `responses_only`."""
         self.refused = 0
         """Requests refused as over `context_limit`."""
         self.refused_requests: list[int] = []
@@ -318,8 +330,13 @@ class FakeOpenAIServer:
         if method == "GET" and path == "/props" and self.props is not None:
             await self._send_json(writer, 200, dict(self.props))
             return
-        if method != "POST" or path != "/v1/chat/completions":
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/responses"):
             await self._send_error(writer, 404, f"no route for {method} {path}")
+            return
+        if path == "/v1/chat/completions" and self.responses_only:
+            message = "This model is only supported in v1/responses and not in v1/chat/completions."
+            self.refused_chat += 1
+            await self._send_error(writer, 404, message, retry=False)
             return
         if "content-length" not in headers:
             await self._send_error(writer, 411, "a Content-Length is required")
@@ -331,13 +348,18 @@ class FakeOpenAIServer:
             body = raw.decode("utf-8", "replace")
         self.requests.append(body)
         self.request_headers.append(headers)
-        await self._answer(body, reader, writer)
+        await self._answer(body, reader, writer, responses=path == "/v1/responses")
 
-    async def _answer(self, body: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _answer(
+        self, body: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, responses: bool = False
+    ) -> None:
         number = len(self.requests)
-        if problems := validate_request(body):
+        if problems := (validate_responses_request(body) if responses else validate_request(body)):
             self.violations.extend(f"request {number}: {p}" for p in problems)
             await self._send_error(writer, 500, "invalid request: " + "; ".join(problems), retry=False)
+            return
+        if self.deepseek and not responses and (missing := _without_reasoning(body)):
+            await self._send_error(writer, 400, missing, retry=False)  # DeepSeek's thinking mode
             return
         if self.models is not None and body["model"] not in self.models:
             await self._send_error(writer, 404, f"The model `{body['model']}` does not exist")
@@ -374,12 +396,13 @@ class FakeOpenAIServer:
             await reader.read()  # until the client gives up
             self.aborted.set()
         else:
-            await self._stream(body, item, reader, writer)
+            await self._stream(body, item, reader, writer, responses=responses)
 
     def _pick(self, body: Mapping[str, Any]) -> int | None:
         """The script item for this request: the first unused one whose `match` is in its
         first user message, else the first unused one without a `match`."""
-        first = next((m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"), {})
+        history = body.get("messages") or body.get("input") or []
+        first = next((m for m in history if isinstance(m, dict) and m.get("role") == "user"), {})
         text = first.get("content") if isinstance(first.get("content"), str) else ""
         free = [n for n in range(len(self.responses)) if n not in self._taken]
         matched = [n for n in free if "match" in self.responses[n] and str(self.responses[n]["match"]) in text]
@@ -422,7 +445,13 @@ class FakeOpenAIServer:
         return headers
 
     async def _stream(
-        self, body: Mapping[str, Any], item: Item, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        body: Mapping[str, Any],
+        item: Item,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        responses: bool = False,
     ) -> None:
         head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Transfer-Encoding: chunked", "Connection: close"]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
@@ -432,8 +461,11 @@ class FakeOpenAIServer:
         self.streaming += 1
         self.max_streaming = max(self.max_streaming, self.streaming)
         try:
-            for event in _events(body, item, len(self.requests)):
-                data = f"data: {event}\n\n".encode(str(item.get("encoding", "utf-8")))
+            events = _responses_events(body, item) if responses else _events(body, item, len(self.requests))
+            for event in events:
+                name = json.loads(event).get("type") if responses and event.startswith("{") else None
+                framed = f"event: {name}\ndata: {event}\n\n" if name else f"data: {event}\n\n"
+                data = framed.encode(str(item.get("encoding", "utf-8")))
                 writer.write(b"%x\r\n%s\r\n" % (len(data), data))
                 await writer.drain()
                 if delay:
@@ -486,6 +518,118 @@ def _events(body: Mapping[str, Any], item: Item, number: int) -> Iterator[str]:
         if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
             yield json.dumps({**base, "choices": [], "usage": usage})
     yield "[DONE]"
+
+
+def _without_reasoning(body: Mapping[str, Any]) -> str:
+    """DeepSeek's refusal of a history whose tool-calling assistant message came back
+    without its `reasoning_content`."""
+    for n, message in enumerate(body.get("messages") or []):
+        if message.get("role") == "assistant" and message.get("tool_calls") and not message.get("reasoning_content"):
+            return f"Missing `reasoning_content` field in the assistant message at message index {n}"
+    return ""
+
+
+def validate_responses_request(body: Any) -> list[str]:
+    """A Responses request: `input` a list of items, each function call answered by its
+    output before the next message, tools in the Responses shape."""
+    if not isinstance(body, dict) or not isinstance(body.get("input"), list):
+        return ["the body has no input list"]
+    problems: list[str] = []
+    open_calls: set[str] = set()
+    for n, item in enumerate(body["input"]):
+        if not isinstance(item, dict):
+            problems.append(f"input[{n}] is not an object")
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            try:
+                json.loads(item.get("arguments", ""))
+            except (TypeError, json.JSONDecodeError):
+                problems.append(f"input[{n}]: arguments are not JSON")
+            open_calls.add(str(item.get("call_id")))
+        elif kind == "function_call_output":
+            if str(item.get("call_id")) not in open_calls:
+                problems.append(f"input[{n}]: an output for no call")
+            open_calls.discard(str(item.get("call_id")))
+        elif kind == "message" and open_calls:
+            problems.append(f"input[{n}]: a message before calls {sorted(open_calls)} were answered")
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not tool.get("name"):
+            problems.append(f"a tool that is not a Responses function: {str(tool)[:80]}")
+    return problems
+
+
+def _responses_events(body: Mapping[str, Any], item: Item) -> Iterator[str]:
+    """One scripted answer as the Responses API streams it. Item keys: `text`,
+    `tool_calls`, `reasoning` (summary text), `encrypted` (an encrypted reasoning item's
+    content), `incomplete` (cut at max_output_tokens), `usage`, `raw_events`."""
+    if "raw_events" in item:
+        yield from (str(e) for e in item["raw_events"])
+        return
+    size = max(1, int(item.get("chunk_size", 3)))
+    out: list[dict[str, Any]] = []
+    yield json.dumps({"type": "response.created", "response": {"id": "resp_fake", "status": "in_progress"}})
+    if item.get("reasoning") or item.get("encrypted"):
+        index = len(out)
+        reasoning = {"type": "reasoning", "id": f"rs_{index}", "summary": []}
+        yield json.dumps({"type": "response.output_item.added", "output_index": index, "item": reasoning})
+        thought = str(item.get("reasoning") or "")
+        for start in range(0, len(thought), size):
+            delta = thought[start : start + size]
+            yield json.dumps(
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "output_index": index,
+                    "summary_index": 0,
+                    "delta": delta,
+                }
+            )
+        done = {**reasoning, "summary": [{"type": "summary_text", "text": thought}]}
+        if item.get("encrypted"):
+            done["encrypted_content"] = item["encrypted"]
+        yield json.dumps({"type": "response.output_item.done", "output_index": index, "item": done})
+        out.append(done)
+    text = str(item.get("text") or "")
+    if text:
+        index = len(out)
+        message = {"type": "message", "id": f"msg_{index}", "role": "assistant", "content": []}
+        yield json.dumps({"type": "response.output_item.added", "output_index": index, "item": message})
+        for start in range(0, len(text), size):
+            yield json.dumps(
+                {"type": "response.output_text.delta", "output_index": index, "delta": text[start : start + size]}
+            )
+        out.append(message)
+    for n, call in enumerate(item.get("tool_calls") or []):
+        index = len(out)
+        args = call.get("arguments", {})
+        args = args if isinstance(args, str) else json.dumps(args)
+        head = {
+            "type": "function_call",
+            "id": f"fc_{index}",
+            "call_id": call.get("id", f"call_r{n}"),
+            "name": call["name"],
+            "arguments": "",
+        }
+        yield json.dumps({"type": "response.output_item.added", "output_index": index, "item": head})
+        for start in range(0, len(args), size):
+            yield json.dumps(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "output_index": index,
+                    "delta": args[start : start + size],
+                }
+            )
+        yield json.dumps({"type": "response.function_call_arguments.done", "output_index": index, "arguments": args})
+        yield json.dumps(
+            {"type": "response.output_item.done", "output_index": index, "item": {**head, "arguments": args}}
+        )
+        out.append(head)
+    usage = item.get("usage") or {"input_tokens": count_tokens(body), "output_tokens": max(1, len(text) // 4)}
+    if item.get("incomplete"):
+        response = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "usage": usage}
+        yield json.dumps({"type": "response.incomplete", "response": response})
+        return
+    yield json.dumps({"type": "response.completed", "response": {"status": "completed", "output": out, "usage": usage}})
 
 
 def _utf16_units(text: str) -> str:

@@ -27,7 +27,7 @@ def test_importing_all_of_core_loads_neither_textual_nor_openai() -> None:
     modules = sorted(
         "todo_agent.core." + ".".join(p.relative_to(CORE).with_suffix("").parts)
         for p in CORE.rglob("*.py")
-        if p.name != "__init__.py" and p.stem != "openai_chat"
+        if p.name != "__init__.py" and p.stem not in ("openai_chat", "openai_responses")
     )
     code = (
         "import importlib, sys\n"

@@ -179,6 +179,8 @@ def test_json_output_reports_the_share_of_the_window(workspace: Path) -> None:
     assert usage == {
         "prompt_tokens": 3000,
         "completion_tokens": 277,
+        "cached_tokens": 0,
+        "reasoning_tokens": 0,
         "context_tokens": 3277,
         "context_window": 32768,
         "context_share": 0.1,

@@ -200,3 +200,12 @@ async def test_the_status_line_counts_the_reasoning_until_the_answer_starts(work
         assert "The answer." in screen_text(app)
         assert "reasoning" not in status._current_activity()
         assert "x" * 40 not in screen_text(app)  # the thought is kept, not drawn (yet)
+
+
+async def test_a_thought_that_ends_in_half_a_surrogate_pair_keeps_it_as_a_replacement() -> None:
+    events = [chunk(reasoning_content="almost *\ud83d"), chunk(content="ok"), finish(), "[DONE]"]
+    async with FakeOpenAIServer([{"raw_events": events}]) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, api_key=None)
+        _, response = await streamed(model)
+        await model.aclose()
+    assert response.reasoning == "almost *\ufffd" and response.content == "ok"

@@ -136,3 +136,19 @@ async def test_a_sub_agents_transcript_keeps_its_thought_folded() -> None:
     thoughts = [e for e in entries if isinstance(e, ThoughtEntry)]
     assert [(t.text, t.streaming) for t in thoughts] == [("Where to look? The tests first.", False)]
     assert thoughts[0].seconds is not None
+
+
+async def test_effort_is_set_with_a_command_and_shown_in_the_status_line(workspace: Path) -> None:
+    app = make_app(workspace, [], reasoning_effort="high")
+    async with app.run_test(size=SIZE) as pilot:
+        status = main_screen(app).status
+        await wait_until(pilot, lambda: "(high)" in status._model_name)
+        await send(pilot, "/effort low")
+        await wait_until(pilot, lambda: "reasoning effort: low" in screen_text(app))
+        assert "(low)" in status._model_name and app.runtime is not None
+        assert app.runtime.model.reasoning_effort == "low"
+        await send(pilot, "/effort default")
+        await wait_until(pilot, lambda: "reasoning effort: the server's default" in screen_text(app))
+        assert "(" not in status._model_name
+        await send(pilot, "/effort extreme")
+        await wait_until(pilot, lambda: "/effort takes one of" in screen_text(app))

@@ -56,8 +56,8 @@ class RecordingUI:
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         self.calls.append(("tasks", tuple(tasks)))
 
-    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
-        self.calls.append(("usage", (prompt_tokens, completion_tokens, estimated)))
+    def show_usage(self, usage: Usage) -> None:
+        self.calls.append(("usage", (usage.prompt_tokens, usage.completion_tokens, usage.estimated)))
 
     def set_activity(self, text: str) -> None:
         self.calls.append(("activity", text))

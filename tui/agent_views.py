@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from todo_agent.core.agents.state import AgentRow
-from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, ReasoningDelta, TasksUpdated, TextDelta
+from todo_agent.core.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
+    ReasoningDelta,
+    TasksUpdated,
+    TextDelta,
+    Usage,
+)
 from todo_agent.core.tasks.model import Task
 
 from .handler import EventHandler
@@ -122,7 +130,7 @@ class AgentTranscript:
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         pass  # the one task panel draws the plan (`AgentViews.record`)
 
-    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+    def show_usage(self, usage: Usage) -> None:
         pass  # its tokens are on its line and its task's row, not the main context gauge
 
     def set_activity(self, text: str, *, timed: bool = False) -> None:

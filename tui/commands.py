@@ -24,6 +24,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
     SlashCommand("/mode", "Cycle the permission mode, or set one by name", "[MODE]"),
     SlashCommand("/model", "Show the model, or switch to another", "[NAME]"),
+    SlashCommand("/effort", "Show or set how hard a reasoning model thinks", "[LEVEL]"),
     SlashCommand("/mcp", "MCP servers; reconnect, enable or disable NAME; trust", "[ACTION NAME]"),
     SlashCommand("/help", "Show commands and keys"),
     SlashCommand("/quit", "Quit todo-agent"),

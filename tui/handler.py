@@ -74,7 +74,7 @@ class ConversationUI(Protocol):
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         """Redraw the task panel with a new state of the list."""
 
-    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+    def show_usage(self, usage: Usage) -> None:
         """Token use of the last response (the status line shows context use)."""
 
     def set_activity(self, text: str, *, timed: bool = False) -> None:
@@ -151,7 +151,7 @@ class EventHandler:
             self.ui.set_activity("compacting the conversation")
             return
         await self.ui.add_entry(NoticeEntry(compaction_notice(event)))
-        self.ui.show_usage(event.tokens_after, 0, True)
+        self.ui.show_usage(Usage(event.tokens_after, 0, estimated=True))
         self.ui.set_activity("thinking")
 
     async def _dispatch(self, event: Event) -> None:
@@ -171,8 +171,8 @@ class EventHandler:
                 await self.ui.show_tasks(tasks)
             case Notice() | HookResult():
                 await self._notice(event)
-            case Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=estimated):
-                self.ui.show_usage(prompt, completion, estimated)
+            case Usage():
+                self.ui.show_usage(event)
             case Error(message=message):
                 await self.ui.add_entry(NoticeEntry(message, "error"))
             case TurnEnd(reason=reason):

@@ -60,6 +60,7 @@ from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
 from ..permissions.rules import Rule
+from ..session.directory import SERVER_RECORD
 from ..session.transcript import Session
 from ..tasks.model import AgentRef
 from ..tasks.store import TaskStore
@@ -400,18 +401,9 @@ class Agent:
             messages = self.request_messages(bare)
             self._max_tokens = self.budget.max_tokens_for(self.counter.prompt_tokens(messages, schemas))
             try:
-                model = turn_model or self.model
-                async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
-                    if not isinstance(item, ModelResponse):
-                        yield self._delta(item)
-                        continue
-                    self._partial = []
-                    usage = self._usage(item, messages, schemas)
-                    self.context_tokens = usage.prompt_tokens + usage.completion_tokens
-                    yield usage
-                    yield item
-                    return
-                raise ModelError("the model stream ended without a response", retryable=True)
+                async for piece in self._one_request(turn_model or self.model, messages, schemas):
+                    yield piece
+                return
             except ContextOverflowError as exc:
                 self._partial = []
                 yield exc
@@ -440,6 +432,41 @@ class Agent:
                 self._partial = []
                 yield Error(f"the model's response could not be read ({type(exc).__name__}: {exc})")
                 return
+
+    async def _one_request(
+        self, model: ChatModel, messages: list[Message], schemas: list[dict[str, Any]]
+    ) -> AsyncIterator[Event | ModelResponse]:
+        """The response's pieces as events, then what the answer brings, then the answer."""
+        async for item in model.stream(messages, schemas, max_tokens=self._max_tokens):
+            if not isinstance(item, ModelResponse):
+                yield self._delta(item)
+                continue
+            self._partial = []
+            for event in self._answered_events(model, item, messages, schemas):
+                yield event
+            yield item
+            return
+        raise ModelError("the model stream ended without a response", retryable=True)
+
+    def _answered_events(
+        self, model: ChatModel, response: ModelResponse, messages: list[Message], schemas: list[dict[str, Any]]
+    ) -> list[Event]:
+        """What an answer brings before it joins the history: what the client changed for
+        its server (notices, remembered in the session), then its usage."""
+        events: list[Event] = [Notice(notice, "warning") for notice in response.notices]
+        if response.notices:
+            self._remember_server(model)
+        usage = self._usage(response, messages, schemas)
+        self.context_tokens = usage.prompt_tokens + usage.completion_tokens
+        return [*events, usage]
+
+    def _remember_server(self, model: ChatModel) -> None:
+        """Write what the client learned of its server into the session, so `--continue`
+        starts from it (`Session.server_facts`)."""
+        learned = getattr(model, "learned", None)
+        facts = learned() if callable(learned) else {}
+        if self.session is not None and isinstance(facts, dict) and facts:
+            self.session.note({"type": SERVER_RECORD, "model": model.name, "learned": facts})
 
     def _delta(self, item: str | Reasoning) -> TextDelta | ReasoningDelta:
         """A streamed piece as its event; the answer's text is also kept for an interrupt."""
@@ -579,7 +606,13 @@ class Agent:
         counter learns from it."""
         if response.usage is not None and response.usage.prompt_tokens > 0:
             self.counter.observe(messages, schemas, response.usage)
-            return Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+            usage = response.usage
+            return Usage(
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                cached_tokens=usage.cached_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+            )
         completion_chars = len(response.content) + sum(len(c.arguments) for c in response.tool_calls)
         prompt = self.counter.prompt_tokens(messages, schemas)  # still anchored on the last measured count
         return Usage(prompt, max(1, self.counter.tokens(completion_chars)), estimated=True)

@@ -124,6 +124,10 @@ class ToolCall:
 class ModelUsage:
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0
+    """Of the prompt, what the server had cached (`prompt_tokens_details.cached_tokens`)."""
+    reasoning_tokens: int = 0
+    """Of the completion, what went into reasoning (`completion_tokens_details.reasoning_tokens`)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,11 @@ class ModelResponse:
     reasoning_field: str = ""
     """The field it came in (`reasoning_content`, vLLM's `reasoning`, a configured one);
     empty when it was a `<think>` at the start of the content."""
+    reasoning_items: tuple[dict[str, Any], ...] = ()
+    """The Responses API's reasoning items (encrypted), replayed with the turn's later requests."""
+    notices: tuple[str, ...] = ()
+    """What the client changed for this server while answering (a parameter it refused,
+    another API): one line each, for the person, and remembered (`LearnsServer`)."""
 
 
 StreamItem = str | Reasoning | ModelResponse
@@ -186,6 +195,41 @@ class ChatModel(Protocol):
         it ends with `finish_reason == "length"`.
         """
         ...
+
+
+@dataclass(frozen=True)
+class WireOptions:
+    """How requests go out: what the settings say of the server and the model."""
+
+    first_byte_timeout: float = 60.0
+    reasoning_field: str = ""
+    reasoning_effort: str = ""
+    wire_api: str = "auto"
+
+
+REASONING_ITEMS = "reasoning_items"
+"""Where an assistant message keeps the Responses API's reasoning items (never sent over chat)."""
+
+
+@runtime_checkable
+class LearnsServer(Protocol):
+    """A client that adapts to what its server refuses, and can be told what it learned
+    before (from the session file), so `--continue` does not ask the same way again."""
+
+    def learned(self) -> dict[str, Any]:
+        """What it knows of the server now: plain JSON."""
+        ...
+
+    def learn(self, facts: dict[str, Any]) -> None:
+        """Take what an earlier run learned (unknown keys and odd values are ignored)."""
+        ...
+
+    def set_effort(self, effort: str) -> None:
+        """The reasoning effort of the next requests (empty: the server's default)."""
+        ...
+
+    @property
+    def effort(self) -> str: ...
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base import REASONING_FIELD, Message, ModelResponse, ToolCall
+from .base import REASONING_FIELD, REASONING_ITEMS, Message, ModelResponse, ToolCall
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
@@ -163,6 +163,8 @@ def assistant_message(history: Sequence[Message], response: ModelResponse) -> tu
     message: Message = {"role": "assistant", "content": response.content or (None if calls else "")}
     if response.reasoning:  # kept whole in the record; what is sent again is the client's call
         message[response.reasoning_field or REASONING_FIELD] = response.reasoning
+    if response.reasoning_items:  # the Responses API's encrypted thought, to send back with the calls
+        message[REASONING_ITEMS] = list(response.reasoning_items)
     if calls:
         message["tool_calls"] = [
             {

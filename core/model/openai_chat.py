@@ -14,13 +14,14 @@ import os
 import re
 import socket
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import openai
 
 from ..redact import mask_url, redact
 from .base import (
+    REASONING_ITEMS,
     ContextOverflowError,
     Message,
     ModelError,
@@ -67,10 +68,33 @@ class OpenAIChatModel:
         timeout: float = 600,
         first_byte_timeout: float = 60,
         reasoning_field: str = "",
+        reasoning_effort: str = "",
+        wire_api: str = "auto",
     ) -> None:
         """`timeout` bounds each read of the stream; `first_byte_timeout` bounds the wait
-        for the server to start answering a request (the SDK's own retries included)."""
+        for the server to start answering a request (the SDK's own retries included).
+        `wire_api` "auto" switches the model to the Responses API when the server says it
+        is served only there (`_switch_to_responses`); "chat" never does."""
         self._model = model
+        self._settings = {
+            "model": model,
+            "base_url": base_url,
+            "api_key": api_key,
+            "max_retries": max_retries,
+            "timeout": timeout,
+            "first_byte_timeout": first_byte_timeout,
+            "reasoning_field": reasoning_field,
+            "reasoning_effort": reasoning_effort,
+        }
+        """What a Responses client for the same model is built from, when it comes to that."""
+        self._wire_api = wire_api
+        self._responses: OpenAIChatModel | None = None
+        """The Responses API client this model switched to (`auto`), if it did."""
+        self._effort = reasoning_effort
+        self._send_effort = True
+        """Whether the effort goes with requests (until the server refuses the parameter)."""
+        self._notices: list[str] = []
+        """What was changed for this server since the last response: its notices."""
         self._first_byte_timeout = first_byte_timeout
         self._raw_base_url = base_url
         try:
@@ -109,15 +133,86 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         """Release the HTTP connection pool."""
         await self._client.close()
+        if self._responses is not None:
+            await self._responses.aclose()
+
+    # --- what it learned of the server (`LearnsServer`) ------------------------------
+
+    @property
+    def effort(self) -> str:
+        return self._effort
+
+    def set_effort(self, effort: str) -> None:
+        self._effort, self._send_effort = effort, True  # a new level is worth asking again
+        if self._responses is not None:
+            self._responses.set_effort(effort)
+
+    def learned(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        if not self._send_reasoning:
+            facts["reasoning_replay"] = False
+        if not self._send_effort:
+            facts["effort"] = False
+        if not self._send_stream_options:
+            facts["stream_options"] = False
+        if self._token_param != "max_tokens":
+            facts["token_param"] = self._token_param
+        if self._responses is not None:
+            facts["wire_api"] = "responses"
+            facts["responses"] = self._responses.learned()
+        return facts
+
+    def learn(self, facts: dict[str, Any]) -> None:
+        self._send_reasoning = facts.get("reasoning_replay") is not False and self._send_reasoning
+        self._send_effort = facts.get("effort") is not False and self._send_effort
+        self._send_stream_options = facts.get("stream_options") is not False and self._send_stream_options
+        if facts.get("token_param") in ("max_completion_tokens", None) and "token_param" in facts:
+            self._token_param = facts["token_param"]
+        if facts.get("wire_api") == "responses" and self._wire_api == "auto" and self._responses is None:
+            self._responses = self._responses_client()
+        if self._responses is not None and isinstance(facts.get("responses"), dict):
+            self._responses.learn(facts["responses"])
+
+    def _note(self, text: str) -> None:
+        self._notices.append(text)
+
+    def _responses_client(self) -> OpenAIChatModel:
+        from .openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(**self._settings)
+
+    # --- streaming --------------------------------------------------------------------
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int | None = None
     ) -> AsyncIterator[StreamItem]:
         """Yield text deltas as they arrive, then one `ModelResponse`; raise `ModelError`
         (whose message never shows a credential from the base URL), a `ContextOverflowError`
-        when the server refuses the prompt as too long."""
+        when the server refuses the prompt as too long. A model the server serves only over
+        the Responses API is asked there from then on (`wire_api = "auto"`)."""
+        if self._responses is None:
+            try:
+                async for item in self._redacted(self._stream(messages, tools, max_tokens)):
+                    yield self._with_notices(item)
+                return
+            except _OnlyResponses:
+                self._responses = self._responses_client()
+                self._note(
+                    f"{self._model} is served only over the Responses API at {self.base_url}: todo-agent asks it "
+                    "there from now on (remembered in this session; wire_api in the settings)"
+                )
+        async for item in self._responses.stream(messages, tools, max_tokens=max_tokens):
+            yield self._with_notices(item)
+
+    def _with_notices(self, item: StreamItem) -> StreamItem:
+        if not isinstance(item, ModelResponse) or not self._notices:
+            return item
+        notices, self._notices = tuple(self._notices), []
+        return replace(item, notices=(*notices, *item.notices))
+
+    async def _redacted(self, items: AsyncIterator[StreamItem]) -> AsyncIterator[StreamItem]:
         try:
-            async for item in self._stream(messages, tools, max_tokens):
+            async for item in items:
                 yield item
         except ContextOverflowError as exc:
             raw = self._raw_base_url or str(self._client.base_url)
@@ -134,7 +229,7 @@ class OpenAIChatModel:
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], max_tokens: int | None
     ) -> AsyncIterator[StreamItem]:
         stream = await self._open(messages, tools, max_tokens)
-        assembler = _Assembler(self._reasoning_fields)
+        assembler = self._assembler()
         async with stream:  # closes the HTTP response on cancellation, errors and early exit
             try:
                 async for chunk in stream:
@@ -163,6 +258,9 @@ class OpenAIChatModel:
                     f"the server reported an error mid-stream: {_detail(exc)}", retryable=True, reason="server error"
                 ) from exc
         yield assembler.finish(self._next_id)
+
+    def _assembler(self) -> _Assembler:
+        return _Assembler(self._reasoning_fields)
 
     def _next_id(self) -> str:
         self._generated_ids += 1
@@ -207,8 +305,13 @@ class OpenAIChatModel:
     def _adapt(self, exc: openai.APIError) -> bool:
         """Drop or rename a parameter the server refused; True when the request may be retried."""
         text = f"{exc.message} {exc.body}".lower()
+        if self._effort and self._send_effort and "reasoning_effort" in text:
+            self._send_effort = False
+            self._note(f"the server does not take reasoning_effort: {self._model} is asked without it")
+            return True
         if self._send_reasoning and any(field.lower() in text for field in self._reasoning_fields):
             self._send_reasoning = False  # a server that will not take the reasoning back
+            self._note("the server does not take a message's reasoning back: it is no longer sent (still kept)")
             return True
         if self._send_stream_options and ("stream_options" in text or "include_usage" in text):
             # Some servers reject stream_options (400, or 422 from strict schemas); asked
@@ -245,6 +348,8 @@ class OpenAIChatModel:
             body["stream_options"] = {"include_usage": True}
         if max_tokens and self._token_param is not None:
             body[self._token_param] = max_tokens
+        if self._effort and self._send_effort:
+            body["reasoning_effort"] = self._effort
         return await self._client.post(
             "/chat/completions",
             body=body,
@@ -276,6 +381,8 @@ class OpenAIChatModel:
     def _explained(self, exc: openai.APIStatusError) -> ModelError | None:
         """Failures that say what to change: asking again the same way cannot work."""
         status, detail = exc.status_code, _detail(exc)
+        if status in (400, 404) and self._wire_api == "auto" and _only_responses(detail):
+            raise _OnlyResponses(detail)
         if _is_web_page(exc):
             return ModelError(
                 f"{self.base_url} answered with a web page (HTTP {status}), not the OpenAI API: the base URL "
@@ -306,6 +413,16 @@ class OpenAIChatModel:
         return f"{what} (HTTP {status}): {detail}"
 
 
+class _OnlyResponses(Exception):
+    """The server serves this model only over the Responses API (OpenAI's codex models)."""
+
+
+def _only_responses(detail: str) -> bool:
+    """`This model is only supported in v1/responses and not in v1/chat/completions`."""
+    text = detail.lower()
+    return "v1/responses" in text and ("only supported" in text or "not supported" in text or "not in" in text)
+
+
 @dataclass
 class _PartialCall:
     id: str | None
@@ -327,7 +444,9 @@ def _as_sent(messages: Sequence[Message], fields: Sequence[str], replay: bool) -
     for message in messages:
         kept = replay and message.get("tool_calls")
         if message.get("role") == "assistant" and not kept and any(f in message for f in fields):
-            sent.append({k: v for k, v in message.items() if k not in fields})
+            sent.append({k: v for k, v in message.items() if k not in fields and k != REASONING_ITEMS})
+        elif REASONING_ITEMS in message:  # the Responses API's own: a chat server knows nothing of them
+            sent.append({k: v for k, v in message.items() if k != REASONING_ITEMS})
         else:
             sent.append(message)
     return sent
@@ -426,6 +545,8 @@ class _Assembler:
             raise ModelError(
                 "the model's response was cut off (stream ended early)", retryable=True, reason="response cut off"
             )
+        if self._held_reasoning:  # a thought's last half pair: its second half never came
+            self.reasoning.append(valid_text(self._held_reasoning))
         if self._held:  # the pair's second half never came
             self._thinking_rest(valid_text(self._held))
         self._thinking_rest("")
@@ -474,8 +595,17 @@ def _as_text(value: object) -> str:
 def _usage(usage: dict[str, Any]) -> ModelUsage:
     # Compatible servers sometimes send nulls (or worse) here.
     return ModelUsage(
-        prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens"))
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        cached_tokens=_detail_count(usage, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail_count(usage, "completion_tokens_details", "reasoning_tokens"),
     )
+
+
+def _detail_count(usage: dict[str, Any], details: str, key: str) -> int:
+    """`usage[details][key]`, as a count (0 when a server sends no such part, or junk)."""
+    part = usage.get(details)
+    return _count(part.get(key)) if isinstance(part, dict) else 0
 
 
 def _count(value: object) -> int:

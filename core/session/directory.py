@@ -22,6 +22,8 @@ from ..places import data_root
 from ..tasks.reminders import OPEN_TAG
 
 HEADER_TYPE = "session"
+SERVER_RECORD = "server"
+"""A session line saying what a model's client learned of its server."""
 NEAREST = 3
 """How many sessions an unknown id's error offers."""
 _TITLE_SCAN_LINES = 20

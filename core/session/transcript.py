@@ -12,6 +12,8 @@ is appended and flushed as it happens, and is one of:
   full transcript can still be shown above a "compacted here" marker.
 - `{"type": "rewind", "length": N}`: the history is cut back to its first N messages (a
   prompt that could not be sent is not kept to grow every later request).
+- `{"type": "server", "model": name, "learned": {...}}`: what the model client learned of
+  its server (a parameter it refused, the Responses API): the last one per model counts.
 - any other `type` (a sub-agent's `agent_result`, `note`): kept for whoever reads it, skipped here.
 
 A sub-agent's transcript is a session file of its own in `<id>.agents/` beside its
@@ -47,6 +49,7 @@ from ..model.history import CANCELLED, repair_history
 from .directory import (
     HEADER_TYPE,
     PRIVATE_FILE,
+    SERVER_RECORD,
     SessionError,
     parse_record,
     private_dir,
@@ -85,6 +88,8 @@ class Session:
     """Everything that happened, for display: every message ever appended, in order, and a
     `CompactionMark` where a compaction replaced the history. `messages` is what the model sees."""
     tool_status: dict[str, str] = field(default_factory=dict)
+    server_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per model: what its client learned of the server in an earlier run (`SERVER_RECORD`)."""
     """tool_call_id → ok | error | denied | cancelled, for rebuilding the conversation.
 
     Kept beside the message in the JSONL record, not in the message itself, because
@@ -202,6 +207,11 @@ class Session:
         if kind == "compaction":
             if not self._load_compaction(record):
                 self.warnings.append(f"skipped an unreadable compaction record (line {number}) in session {self.id}")
+            return
+        if kind == SERVER_RECORD:
+            model, learned = record.get("model"), record.get("learned")
+            if isinstance(model, str) and isinstance(learned, dict):
+                self.server_facts[model] = learned
             return
         if kind == "rewind":
             length = record.get("length")

@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event, Usage
 from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
@@ -52,7 +52,7 @@ from ..turns import turn_events
 from ..widgets.conversation import Conversation
 from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, Suggestions
-from ..widgets.status import MODE_LABELS, StatusLine
+from ..widgets.status import MODE_LABELS, StatusLine, usage_detail
 from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
 from .mcp_trust import McpTrustScreen
@@ -174,7 +174,7 @@ class MainScreen(Screen[None]):
         self._wire_prompt()
         if self.app.animation_level == "none":
             self.query_one(PromptInput).cursor_blink = False
-        self.status.set_model(self.runtime.model_name)
+        self.status.set_model(self.runtime.model_label)
         self.status.mode = self.runtime.mode
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
@@ -463,7 +463,7 @@ class MainScreen(Screen[None]):
 
     async def _server_known(self) -> None:
         """What the warm-up learnt from the server: its model's name, its window, warnings."""
-        self.status.set_model(self.runtime.model_name)
+        self.status.set_model(self.runtime.model_label)
         self._show_context_usage()
         notices, self.runtime.server_notices = self.runtime.server_notices, []  # said once
         for notice in notices:
@@ -546,9 +546,10 @@ class MainScreen(Screen[None]):
             await self.conversation.add(PlainEntry(listing))
             self.tasks_seen = listing
 
-    def show_usage(self, prompt_tokens: int, completion_tokens: int, estimated: bool) -> None:
+    def show_usage(self, usage: Usage) -> None:
         # What the last response took is what the context holds now (the core counts the same).
-        self.status.set_context(prompt_tokens + completion_tokens, self._window)
+        self.status.set_context(usage.prompt_tokens + usage.completion_tokens, self._window)
+        self.status.set_usage_detail(usage_detail(usage))
 
     def set_activity(self, text: str, *, timed: bool = False) -> None:
         self.status.set_activity(text, timed=timed)
@@ -684,11 +685,15 @@ class MainScreen(Screen[None]):
         self.status.mode = self.runtime.mode
         await self.conversation.add(NoticeEntry(f"permission mode: {MODE_LABELS[self.runtime.mode]}"))
 
+    def set_effort(self, effort: str) -> None:
+        self.runtime.set_effort(effort)
+        self.status.set_model(self.runtime.model_label)
+
     def switch_model(self, spec: str) -> bool:
         if self._refuse_while_busy("switch models"):
             return False
         self.runtime.set_model(spec)
-        self.status.set_model(self.runtime.model_name)
+        self.status.set_model(self.runtime.model_label)
         self._ready.clear()
         self.warm_up()
         return True

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from todo_agent.core.permissions.modes import MODES
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.settings import EFFORTS
 from todo_agent.core.tasks.history import render as render_history
 from todo_agent.core.tasks.render import render_tasks
 
@@ -44,6 +45,9 @@ class CommandHost(Protocol):
 
     def quit(self) -> None: ...
 
+    def set_effort(self, effort: str) -> None:
+        """The reasoning effort from the next request on, and in the status line."""
+
     def manage_mcp(self, action: str, name: str) -> object:
         """`/mcp reconnect|enable|disable NAME` or `/mcp trust`, in the background."""
 
@@ -70,6 +74,8 @@ async def run_slash(host: CommandHost, text: str) -> None:
             await _mode(host, argument)
         case "/model":
             await _model(host, argument)
+        case "/effort":
+            await _effort(host, argument)
         case "/mcp":
             await _mcp(host, argument)
         case "/help":
@@ -87,6 +93,18 @@ async def _todos(host: CommandHost, argument: str) -> None:
     else:
         host.tasks_seen = render_tasks(runtime.tasks())
         await host.say(PlainEntry(render_tasks(runtime.tasks(), runtime.task_files())))
+
+
+async def _effort(host: CommandHost, argument: str) -> None:
+    levels = ", ".join((*EFFORTS, "default"))
+    level = argument.strip().lower()
+    if level and level not in (*EFFORTS, "default"):
+        await host.say(NoticeEntry(f"/effort takes one of {levels}, not {argument[:40]!r}", "warning"))
+        return
+    if level:
+        host.set_effort("" if level == "default" else level)
+    effort = host.runtime.model.reasoning_effort or "the server's default"
+    await host.say(NoticeEntry(f"reasoning effort: {effort} (levels: {levels})"))
 
 
 async def _mcp(host: CommandHost, argument: str) -> None:

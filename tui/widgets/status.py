@@ -19,6 +19,8 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
+from todo_agent.core.events import Usage
+
 from ..sanitize import sanitize
 from .spinner import Spinner
 
@@ -50,6 +52,18 @@ def format_tokens(count: int) -> str:
     if count < 10_000:
         return f"{count / 1000:.1f}k"
     return f"{round(count / 1000)}k"
+
+
+def usage_detail(usage: Usage) -> str:
+    """`last response: 12,345 prompt tokens (8,192 cached) · 420 completion (300 reasoning)`."""
+    if usage.estimated:
+        return f"last response: about {usage.prompt_tokens:,} prompt tokens (estimated: the server sent no usage)"
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
+    reasoning = f" ({usage.reasoning_tokens:,} reasoning)" if usage.reasoning_tokens else ""
+    return (
+        f"last response: {usage.prompt_tokens:,} prompt tokens{cached} · "
+        f"{usage.completion_tokens:,} completion{reasoning}"
+    )
 
 
 def context_label(used: int, window: int | None) -> str:
@@ -140,6 +154,10 @@ class StatusLine(Horizontal):
         self._context_text = context_label(used, window)
         self.query_one("#status-context", Static).update(self._context_text)
         self._fit()
+
+    def set_usage_detail(self, text: str) -> None:
+        """What the last response cost, as the context gauge's tooltip."""
+        self.query_one("#status-context", Static).tooltip = text or None
 
     def set_mcp(self, connected: int, total: int, failing: bool = False) -> None:
         """`mcp 2/3`: servers connected of those enabled (nothing when none is configured);
