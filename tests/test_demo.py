@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import SIZE, main_screen, make_app, screen_text, send, turn_done, wait_until
+from tui_helpers import SIZE, answer_approval, main_screen, make_app, screen_text, send, turn_done, wait_until
 
 from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.frontends import cli
@@ -29,24 +29,16 @@ def said(app: TodoAgentApp) -> str:
     return "\n".join(e.text for e in main_screen(app).conversation.entries if isinstance(e, AssistantEntry))
 
 
-async def answer(pilot: Pilot[Any], tool: str, *keys: str) -> None:
-    app = pilot.app
-    await wait_until(
-        pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == tool
-    )
-    await pilot.press(*keys)
-
-
 async def test_the_demo_runs_to_its_end_when_everything_is_approved(demo: Any) -> None:
     workspace, model, prompt = demo
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
-        await answer(pilot, "Write", "1")  # the README sub-agent's, labelled with it and its task
+        await answer_approval(pilot, "Write", "1")  # the README sub-agent's, labelled with it and its task
         assert app.runtime is not None
         assert {row.agent_id for row in app.runtime.agents()} == {"explore-1", "general-2"}
-        await answer(pilot, "Edit", "1")
-        await answer(pilot, "Bash", "1")
+        await answer_approval(pilot, "Edit", "1")
+        await answer_approval(pilot, "Bash", "1")
         await turn_done(pilot)
         assert "passes (3 checks)" in said(app)
         outcomes = {r.agent_id: r.status for r in app.runtime.agents()}
@@ -69,8 +61,8 @@ async def test_the_two_sub_agents_run_side_by_side(demo: Any) -> None:
         await wait_until(pilot, lambda: explorer.phase == "done")  # it finished while general-2 waited
         assert explorer.status == "completed"
         await pilot.press("1")
-        await answer(pilot, "Edit", "1")
-        await answer(pilot, "Bash", "1")
+        await answer_approval(pilot, "Edit", "1")
+        await answer_approval(pilot, "Bash", "1")
         await turn_done(pilot)
     model.assert_complete()
 
@@ -81,8 +73,8 @@ async def test_declining_the_edit_ends_the_demo_honestly(demo: Any, keys: tuple[
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
-        await answer(pilot, "Write", "1")
-        await answer(pilot, "Edit", *keys)
+        await answer_approval(pilot, "Write", "1")
+        await answer_approval(pilot, "Edit", *keys)
         await turn_done(pilot)
         if keys == ("n",):  # the turn stopped; the script answers the next message
             await send(pilot, "why did you stop?")
@@ -108,9 +100,9 @@ async def test_declining_the_checks_does_not_claim_they_pass(demo: Any, keys: tu
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
-        await answer(pilot, "Write", "1")
-        await answer(pilot, "Edit", "1")
-        await answer(pilot, "Bash", *keys)
+        await answer_approval(pilot, "Write", "1")
+        await answer_approval(pilot, "Edit", "1")
+        await answer_approval(pilot, "Bash", *keys)
         await turn_done(pilot)
         if keys == ("n",):
             await send(pilot, "ok")
@@ -151,9 +143,9 @@ async def test_declining_the_sub_agents_readme_leaves_its_task_pending_and_the_d
     app = make_app(workspace, model, demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, prompt)
-        await answer(pilot, "Write", "f", *"not now", "enter")
-        await answer(pilot, "Edit", "1")
-        await answer(pilot, "Bash", "1")
+        await answer_approval(pilot, "Write", "f", *"not now", "enter")
+        await answer_approval(pilot, "Edit", "1")
+        await answer_approval(pilot, "Bash", "1")
         await turn_done(pilot)
         assert app.runtime is not None
         assert {r.agent_id: r.status for r in app.runtime.agents()}["general-2"] == "partial"

@@ -15,11 +15,12 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from todo_agent.core.events import Event, ReasoningDelta, TextDelta, TurnEnd
-from todo_agent.core.model.base import ModelResponse, Reasoning
+from todo_agent.core.model.base import Message, ModelResponse, Reasoning
 from todo_agent.core.model.openai_chat import OpenAIChatModel
 from todo_agent.core.model.thinking import ThinkSplitter
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import Config
+from todo_agent.core.window.tokens import TokenCounter, message_chars
 
 
 def chunk(**delta: Any) -> str:
@@ -209,3 +210,17 @@ async def test_a_thought_that_ends_in_half_a_surrogate_pair_keeps_it_as_a_replac
         _, response = await streamed(model)
         await model.aclose()
     assert response.reasoning == "almost *\ufffd" and response.content == "ok"
+
+
+def test_the_window_estimate_counts_the_reasoning_a_call_is_sent_back_with() -> None:
+    """Compaction's estimate covers what a request really carries: a tool-calling message's
+    reasoning goes back with it; a plain answer's never does."""
+    thought = "x" * 40_000
+    call = {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a"}'}}
+    calling: Message = {"role": "assistant", "content": "", "tool_calls": [call]}
+    answer: Message = {"role": "assistant", "content": "done"}
+    for field in ("reasoning_content", "reasoning"):
+        assert message_chars({**calling, field: thought}) == message_chars(calling) + len(thought)  # type: ignore[misc]
+        assert message_chars({**answer, field: thought}) == message_chars(answer)  # type: ignore[misc]
+    counter = TokenCounter()
+    assert counter.estimate([{**calling, "reasoning_content": thought}]) > counter.estimate([calling]) + 5_000  # type: ignore[list-item]

@@ -60,6 +60,7 @@ async def test_three_children_ask_at_once_and_each_approval_is_answered_in_turn(
             asked.append((request.agent, request.arguments["file_path"], screen.queued))
             agent_id = request.agent.split(" · ")[0]
             assert f"⚑ {request.agent} asks" in screen_text(app)
+            await wait_until(pilot, lambda key=answers[agent_id]: app.answers_now(key))  # not a double tap
             if answers[agent_id] == "f":
                 await pilot.press("f", *"not this one", "enter")
             else:

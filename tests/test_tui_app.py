@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual import events
+from textual._time import get_time
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 from tui_helpers import (
@@ -866,6 +867,26 @@ async def test_a_double_tap_does_not_answer_the_next_approval(workspace: Path) -
         answer = events.Key("n", "n")
         answer.time = late.time + DOUBLE_TAP + 0.01
         app.post_message(answer)
+        await turn_done(pilot)
+        assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "ok"), ("echo two", "denied")]
+
+
+async def test_answers_now_says_whether_a_key_would_answer_the_open_approval(workspace: Path) -> None:
+    app = make_app(workspace, [_two_calls()])
+    async with app.run_test(size=SIZE) as pilot:
+        assert not app.answers_now("y")  # nothing asks
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking)
+        first = app.screen
+        assert app.answers_now("y")
+        tap = events.Key("y", "y")
+        tap.time = get_time() + 60  # the double-tap window stays open for the whole test
+        app.post_message(tap)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen is not first
+        )
+        assert not app.answers_now("y") and app.answers_now("n")
+        await pilot.press("n")
         await turn_done(pilot)
         assert [(t.summary, t.status) for t in tools(app)] == [("echo one", "ok"), ("echo two", "denied")]
 

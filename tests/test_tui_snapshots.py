@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
+from tui_helpers import SIZE, answer_approval, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
 from todo_agent.core.agents import child
 from todo_agent.core.engine import batch
@@ -100,15 +100,10 @@ async def run_demo_until_bash_approval(pilot: Pilot[Any], prompt: str) -> None:
     app = pilot.app
     await send(pilot, prompt)
     for tool in ("Write", "Edit"):  # the README sub-agent's Write, then the main agent's Edit
-
-        def asks(tool: str = tool) -> bool:
-            return isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == tool
-
-        await wait_until(pilot, asks)
-        await pilot.press("1")
+        await answer_approval(pilot, tool, "1")
     await wait_until(
         pilot,
-        lambda: isinstance(app.screen, ApprovalScreen) and app.screen.asking and app.screen.request.tool == "Bash",
+        lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Bash" and app.answers_now("1"),  # type: ignore[attr-defined]
     )
     # The approval can open before the screen below has drawn the batch before it: wait
     # for the Bash call's own line (it comes last) and for every event to be drawn.

@@ -20,6 +20,7 @@ from todo_agent.core.model.base import Message, ModelResponse, StreamItem
 from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.settings import Config
 from todo_agent.tui.app import TodoAgentApp
+from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.main import MainScreen
 from todo_agent.tui.screens.trust import TrustScreen
 from todo_agent.tui.widgets.conversation import Conversation
@@ -86,6 +87,25 @@ async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], *, limit:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not reached within {limit}s")
         await pilot.pause()
+
+
+async def answer_approval(pilot: Pilot[Any], tool: str | None, *keys: str) -> None:
+    """Wait, as a person reading it would, until the approval for `tool` (any tool if None)
+    takes `keys[0]` as its answer, then press `keys`. Pressing as soon as it opens can be
+    dropped as a double tap of the previous answer (`TodoAgentApp.answers_now`)."""
+    app = pilot.app
+    assert isinstance(app, TodoAgentApp)
+
+    def ready() -> bool:
+        screen = app.screen
+        return (
+            isinstance(screen, ApprovalScreen)
+            and (tool is None or screen.request.tool == tool)
+            and app.answers_now(keys[0])
+        )
+
+    await wait_until(pilot, ready)
+    await pilot.press(*keys)
 
 
 async def trust_question(pilot: Pilot[Any], kind: type[TrustScreen]) -> TrustScreen:

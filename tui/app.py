@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
+from textual._time import get_time
 from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -330,11 +331,24 @@ class TodoAgentApp(App[int]):
         await super().on_event(event)
 
     def _double_tap(self, event: events.Key, screen: ApprovalScreen) -> bool:
-        """The same key again, right after it answered another approval."""
+        return self._within_double_tap(event.key, event.time, screen)
+
+    def _within_double_tap(self, key: str, when: float, screen: ApprovalScreen) -> bool:
+        """`key` at `when` is the same key again, right after it answered another approval."""
         if self._approval_key is None:
             return False
-        previous, key, typed = self._approval_key
-        return previous is not screen and key == event.key and event.time - typed < DOUBLE_TAP
+        previous, last, typed = self._approval_key
+        return previous is not screen and key == last and when - typed < DOUBLE_TAP
+
+    def answers_now(self, key: str) -> bool:
+        """Whether `key`, pressed now, would answer the approval on top: it is on screen and
+        the key is neither from before it opened nor a double tap of the previous answer.
+        A person who reads the question first always gets here; tests wait on it."""
+        screen = _approval_screen(self.screen_stack[-1]) if self.screen_stack else None
+        if screen is None or not screen.asking:
+            return False
+        now = get_time()
+        return now >= screen.shown_at and not self._within_double_tap(key, now, screen)
 
     def _is_priority_key(self, key: str) -> bool:
         return any(binding.priority for binding in self._bindings.key_to_bindings.get(key, ()))

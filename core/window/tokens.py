@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..model.base import Message, ModelUsage
+from ..model.base import Message, ModelUsage, stored_reasoning
 
 DEFAULT_CHARS_PER_TOKEN = 3.5
 DEFAULT_WINDOW = 32_768
@@ -58,9 +58,10 @@ _CALL_OVERHEAD = 24
 
 
 def message_chars(message: Message | dict[str, Any]) -> int:
-    """The characters a message puts in the prompt: its text and its tool calls' names and
-    arguments, as the chat template renders them (not JSON-escaped). Cheap: no encoding,
-    so estimating a resumed 2,000-message history takes milliseconds."""
+    """The characters a message puts in the prompt: its text, its tool calls' names and
+    arguments, as the chat template renders them (not JSON-escaped), and the reasoning a
+    tool-calling message is sent back with (DeepSeek requires it; see `openai_chat._as_sent`).
+    Cheap: no encoding, so estimating a resumed 2,000-message history takes milliseconds."""
     content = message.get("content")
     if isinstance(content, str):
         chars = len(content)
@@ -72,6 +73,8 @@ def message_chars(message: Message | dict[str, Any]) -> int:
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
             chars += _CALL_OVERHEAD + len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+    if message.get("tool_calls"):
+        chars += len(stored_reasoning(message)[0])
     return chars + _MESSAGE_OVERHEAD
 
 
