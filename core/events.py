@@ -216,7 +216,7 @@ class Error:
     message: str
 
 
-AgentStatus = Literal["completed", "partial", "failed", "cancelled"]
+AgentStatus = Literal["completed", "partial", "failed", "cancelled", "unverified"]
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ from .terminal import reveal_line
 from .tools import bash, files, fs, search, web_fetch
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
+from .tools.task_checks import stop_left_running
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
 from .window.tokens import (
     DEFAULT_WINDOW,
@@ -361,6 +362,11 @@ class Runtime:
             "pending again, the attempt recorded"
             for t in released
         ]
+        if stopped := stop_left_running(self.store):
+            self.released.append(
+                f"{stopped} task check(s) were running when todo-agent ended; they were stopped and their tasks "
+                "are not completed"
+            )
 
     @classmethod
     def create(
@@ -885,6 +891,7 @@ class Runtime:
                 repeat_limit=self.config.max_repeated_calls,
                 request_retries=self.config.request_retries,
                 retry_max_wait=self.config.request_retry_wait,
+                check_timeout=self.config.check_timeout,
             ),
             budget=self.budget,
             counter=self.counter,

@@ -69,6 +69,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_repeated_calls": int,
     "max_parallel_agents": int,
     "agent_max_turns": int,
+    "check_timeout": (int, float),
     "task_list": str,
     "request_retries": int,
     "request_retry_wait": (int, float),
@@ -251,6 +252,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_repeated_calls": _when(lambda v: v == 0 or v >= 2, "'max_repeated_calls' must be 0 (the guard off) or >= 2"),
     "max_parallel_agents": _when(lambda v: 1 <= v <= 16, "'max_parallel_agents' must be between 1 and 16"),
     "agent_max_turns": _when(lambda v: v >= 1, "'agent_max_turns' must be >= 1"),
+    "check_timeout": _when(lambda v: 1 <= v <= 3600, "'check_timeout' must be 1 to 3600 seconds"),
     "task_list": _when(valid_list_name, "'task_list' must be letters, digits, '.', '_' or '-'"),
     "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
     "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
@@ -294,6 +296,8 @@ class Config:
     """Sub-agents running at once; more `Agent` calls wait for a free slot."""
     agent_max_turns: int = 30
     """A sub-agent's model requests when its `Agent` call does not say."""
+    check_timeout: float = 600.0
+    """Seconds a task's check (`verify`) may run before it is killed."""
     task_list: str | None = None
     """A shared task list's name (`--task-list`, `TODO_AGENT_TASK_LIST`): the session
     works that list instead of its own, with every other process using it."""
@@ -477,6 +481,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_repeated_calls = data.get("max_repeated_calls", config.max_repeated_calls)
     config.max_parallel_agents = data.get("max_parallel_agents", config.max_parallel_agents)
     config.agent_max_turns = data.get("agent_max_turns", config.agent_max_turns)
+    config.check_timeout = float(data.get("check_timeout", config.check_timeout))
     config.task_list = data.get("task_list", config.task_list)
     config.request_retries = data.get("request_retries", config.request_retries)
     config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))

@@ -32,8 +32,9 @@ from ..events import (
 )
 from ..session.transcript import Session
 from ..tasks.model import AgentRef
-from .definitions import AgentType
-from .state import AgentRow, Phase
+from .definitions import AgentTypefrom .state import AgentRow, Phase
+
+TASK_TOOL_NAMES = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"})
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class Child:
     tokens: int = 0
     turns: int = 0
     tools: int = 0
+    work_tools: int = 0
+    """Its tool calls other than the task tools: the evidence that it did something."""
     last_text: str = ""
     error: str = ""
     stop_note: str = ""
@@ -123,8 +126,9 @@ class Child:
                 self.activity = "reasoning"
             case ToolStarted(name=name, summary=summary):
                 self.activity = f"{name} {summary}".strip()
-            case ToolFinished():
+            case ToolFinished(name=name):
                 self.tools += 1
+                self.work_tools += name not in TASK_TOOL_NAMES
                 self.activity = "thinking"
             case Usage(prompt_tokens=prompt, completion_tokens=completion):
                 self.tokens += prompt + completion

@@ -3,7 +3,9 @@ result its `Agent` call returns.
 
 The status is the harness's, not the sub-agent's: `completed` needs a clean end (and, with
 a task, the task marked completed); a run cut short for any reason is `partial`, one that
-could not go on `failed`, one the person stopped or declined `cancelled`. The files are
+could not go on `failed`, one the person stopped or declined `cancelled`, and one that
+claimed its task done having done nothing (no tool call besides the task tools, no file
+changed, no passing check) `unverified`: its task goes back to pending. The files are
 measured from the change record, never taken from what the sub-agent says.
 """
 
@@ -20,6 +22,13 @@ PARTIAL_REASONS = {
     "loop": "the repeated-call guard stopped it",
 }
 MAX_SUMMARY_CHARS = 6_000
+
+
+UNVERIFIED = (
+    "it said its task was completed but did nothing to show it: no tool call besides the task tools and no "
+    "file changed, so its task is pending again"
+)
+"""Why a run that claimed its task done with no evidence is settled `unverified`."""
 
 
 def status_of(reason: str, *, marked_done: bool | None, stopped: str) -> tuple[AgentStatus, str]:

@@ -52,7 +52,7 @@ from .child import Child, Show
 from .definitions import TASK_TOOLS, AgentType
 from .holds import Holds
 from .records import Record, number, past_records
-from .result import files_changed, mark, result_text, status_of
+from .result import UNVERIFIED, files_changed, mark, result_text, status_of
 from .state import AgentRow
 
 DEFAULT_PARALLEL = 3
@@ -354,6 +354,10 @@ class Team:
             why = "the main agent's turn used up its model requests (max_turns), its sub-agents' included"
         summary = (child.end.final_text if child.end is not None else "") or child.last_text
         files = files_changed(self.parent.changes, key, since)
+        if status == "completed" and child.task_id is not None and not child.work_tools and not files:
+            task = store.get(child.task_id)
+            if task is None or not (task.verify and task.last_check and task.last_check.passed):
+                status, why = "unverified", UNVERIFIED
         note = ""
         if child.task_id is not None:
             attempt = Attempt(child.id, status, summary[:500], files, time.time(), child.ref.session)

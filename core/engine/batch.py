@@ -33,13 +33,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..access import WRITES
+from ..access import WRITES, Declared
 from ..events import COALESCED_KINDS, Event, ToolFinished, ToolStarted
 from ..lifecycle import Lifecycle, ToolOutput, ToolRecord, ToolUse, run_gates
 from ..model.base import ToolCall
 from ..model.history import CANCELLED
 from ..permissions.modes import ApprovalAnswer, ApprovalRequest, Approver
-from ..permissions.policy import Decision, PermissionPolicy
+from ..permissions.policy import SHELL, Decision, PermissionPolicy
 from ..permissions.rules import Rule
 from ..tools.base import Tool, parse_arguments
 from ..tools.context import ToolContext
@@ -304,9 +304,51 @@ class BatchRunner:
                 return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
             if rule := self._rule_to_add(item, answer.decision):
                 self.deps.permissions.add_session_rule(rule)
+        if (refused := await self._decide_commands(item)) is not None:
+            return refused
         return await self._execute(item)
 
-    def _headless_denial(self, tool: Tool, args: Mapping[str, Any], decision: Decision) -> str:
+    async def _decide_commands(self, item: Prepared) -> Outcome | None:
+        """The commands a call sets to run later (a task's check, `Tool.commands`), each
+        judged as a Bash call of it; an outcome when one is refused."""
+        assert item.tool is not None
+        if item.tool.commands is None:
+            return None
+        try:
+            asks = item.tool.commands(item.args, self.deps.context(item.call.id))
+        except ToolError:
+            return None  # the call itself fails with this error, so nothing is set
+        gate = self.deps.permissions
+        for what, command in asks:
+            decision = gate.decide_check(command, self.deps.turn_allow)
+            if decision.verdict == "deny":
+                return Outcome(f"denied: cannot {what}: {decision.reason}. The task list is unchanged.", "denied")
+            if decision.verdict == "allow":
+                continue
+            rule = gate.suggest_rule(SHELL, {"command": command})
+            request = ApprovalRequest(
+                tool=item.tool.name,
+                arguments=item.args,
+                summary=f"{what[0].upper()}{what[1:]}: it will run as a shell command",
+                preview=command,
+                preview_kind="command",
+                outside_workspace=False,
+                suggested_rule=rule,
+                reason=f"a task's check runs as a command; {decision.reason}",
+            )
+            answer = await self.deps.approver(request) if self.deps.approver is not None else None
+            if answer is None:
+                return Outcome(self._headless_denial(SHELL, {"command": command}, decision), "denied")
+            if answer.decision == "no":
+                self.rejected = True
+                return Outcome("The user rejected this tool call and stopped the turn.", "denied")
+            if answer.decision == "feedback":
+                return Outcome(f"The user rejected this tool call with feedback: {answer.feedback}", "denied")
+            if answer.decision == "always" and rule:
+                gate.add_session_rule(rule)
+        return None
+
+    def _headless_denial(self, tool: Declared, args: Mapping[str, Any], decision: Decision) -> str:
         """Why a call nobody could be asked about was denied, and what would allow this very
         call (acceptEdits only where it would: it runs no command and no MCP tool)."""
         gate = self.deps.permissions

@@ -91,6 +91,8 @@ class AgentOptions:
     """Seconds of waiting in all across one request's retries (`request_retry_wait`)."""
     shared: RequestBudget | None = None
     """For a sub-agent: its parent's turn budget, which its requests also spend."""
+    check_timeout: float = 600.0
+    """Seconds a task's check may run (`check_timeout`)."""
 
     def retry_policy(self) -> RetryPolicy:
         """How a request (the turn's, or a compaction's summary) that may pass is waited out."""
@@ -559,6 +561,8 @@ class Agent:
             self.tasks,
             self.hidden_env,
             read_denied=self.permissions.read_denied,
+            command_denied=self.permissions.command_denied,
+            check_timeout=self.options.check_timeout,
             task_gates=gates if gates else None,
             agent=self.agent,
             files=self.files,

@@ -82,6 +82,20 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class _Shell:
+    """Bash as the gate knows it, for what runs a command without being a Bash call (a
+    task's check): the same name, so the same rules."""
+
+    name: str = "Bash"
+    kind: Literal["execute"] = "execute"
+    paths: Mapping[str, PathUse] = field(default_factory=dict)
+    network: str | None = None
+
+
+SHELL: Declared = _Shell()
+
+
+@dataclass(frozen=True)
 class Touch:
     """One path a call touches, as its tool declared the argument."""
 
@@ -180,6 +194,29 @@ class PermissionPolicy:
         if server := mcp_server(tool.name):
             return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
         return Decision("ask", f"{tool.name} needs approval in {self.mode} mode")
+
+    def decide_check(self, command: str, turn: Sequence[Rule] = ()) -> Decision:
+        """Setting, changing or removing a task's check (`command`: the one that will run, or
+        the one removed): judged exactly as a Bash call of it, because it will run, except in
+        plan mode, where it is judged as in default mode: a check may be set while planning
+        (nothing runs then)."""
+        if self.mode != "plan":
+            return self.decide(SHELL, {"command": command}, turn)
+        self.mode = "default"
+        try:
+            return self.decide(SHELL, {"command": command}, turn)
+        finally:
+            self.mode = "plan"
+
+    def command_denied(self, command: str) -> str:
+        """Why a deny rule refuses running `command` now (a task's check, at the moment it
+        runs: deny rules win again then), or ""."""
+        denied = self._denied(SHELL, {"command": command})
+        if isinstance(denied, Rule):
+            return f"Bash is denied by the permission rule {denied}"
+        if denied == "maybe" and self.mode == "bypassPermissions":
+            return "this command cannot be checked against the deny rules"
+        return ""
 
     def _rules_and_mode(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule]) -> Decision | None:
         """Steps 1-3: deny rules, then the modes that decide alone (a network tool: all of it)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any, TypeGuard, cast
 
-from .model import Attempt, Claim, Task
+from .model import Attempt, CheckRun, CheckRunning, Claim, Task
 from .rules import Tasks, violations
 
 FILE_FORMAT = 1
@@ -38,6 +38,10 @@ _QUIET_DEFAULTS: dict[str, Any] = {
     "created_by": "",
     "created_session": "",
     "metadata": {},
+    "verify": "",
+    "verified_at": None,
+    "checks": [],
+    "check_running": None,
 }
 """Fields left out of a task's line while they hold their default: most tasks never meet a
 sub-agent, and files written before these fields existed read the same."""
@@ -84,10 +88,10 @@ def decode(document: Any) -> tuple[Tasks, int]:
     return tasks, next_id
 
 
-_TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by", "created_session"}
+_TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by", "created_session", "verify"}
 _IDS = {"blocks", "blockedBy"}
-_OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since"}
-_STRUCTURED = {"claim", "attempts", "metadata"}
+_OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since", "verified_at"}
+_STRUCTURED = {"claim", "attempts", "metadata", "checks", "check_running"}
 
 
 def _decode_task(raw: Any) -> Task:
@@ -123,6 +127,10 @@ def _decode_structured(name: str, value: Any) -> Any:
         return None if value is None else _decode_claim(value)
     if name == "attempts" and isinstance(value, list):
         return tuple(_decode_attempt(item) for item in value)
+    if name == "checks" and isinstance(value, list):
+        return tuple(_decode_check(item) for item in value)
+    if name == "check_running":
+        return None if value is None else _decode_running(value)
     if name == "metadata":
         pairs = value.items() if isinstance(value, dict) else value if isinstance(value, list) else None
         if pairs is not None:
@@ -156,6 +164,28 @@ def _decode_attempt(raw: Any) -> Attempt:
         float(at) if _is_number(at) else 0.0,
         str(raw.get("session") or ""),
     )
+
+
+def _decode_check(raw: Any) -> CheckRun:
+    if not isinstance(raw, dict) or not _is_number(raw.get("at")):
+        raise ValueError("a task's check run is malformed")
+    code, seconds = raw.get("exit"), raw.get("seconds", 0.0)
+    if code is not None and not _is_int(code):
+        raise ValueError("a task's check run has a wrong exit status")
+    return CheckRun(
+        float(raw["at"]),
+        code,
+        float(seconds) if _is_number(seconds) else 0.0,
+        str(raw.get("tail") or ""),
+        str(raw.get("command") or ""),
+    )
+
+
+def _decode_running(raw: Any) -> CheckRunning:
+    if not isinstance(raw, dict) or not _is_int(raw.get("pgid")) or not _is_int(raw.get("owner")):
+        raise ValueError("task field 'check_running' is malformed")
+    started = raw.get("started", 0.0)
+    return CheckRunning(raw["pgid"], raw["owner"], float(started) if _is_number(started) else 0.0)
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

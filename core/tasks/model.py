@@ -47,12 +47,43 @@ class Attempt:
 
     agent: str
     outcome: str
-    """`completed`, `partial`, `failed`, `cancelled`, or `lost` (its process died)."""
+    """`completed`, `partial`, `failed`, `cancelled`, `lost` (its process died), or
+    `unverified` (it claimed the task done having done nothing: no tool call besides the
+    task tools, no file changed)."""
     summary: str = ""
     files: tuple[str, ...] = ()
     """What the run changed, as `path +A −R` lines measured from the task's change record."""
     at: float = 0.0
     session: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One run of a task's check (`Task.verify`): when, how it ended, and its last lines."""
+
+    at: float
+    exit: int | None
+    """The exit status; None when it did not finish (timed out, interrupted, or its
+    process was killed with todo-agent's)."""
+    seconds: float = 0.0
+    tail: str = ""
+    """The last lines of its output (bounded), what the model was shown."""
+    command: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.exit == 0
+
+
+@dataclass(frozen=True)
+class CheckRunning:
+    """A check running now, recorded so that a todo-agent killed meanwhile (kill -9) leaves
+    a trace: the next open kills its process group if it still lives (`checks.py`)."""
+
+    pgid: int
+    owner: int
+    """The todo-agent process that started it."""
+    started: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +121,23 @@ class Task:
     subtask is the list's own session's (`rules.created_by`)."""
     metadata: tuple[tuple[str, str], ...] = ()
     """Free-form key → value (values as JSON text) set through TaskUpdate, sorted by key."""
+    verify: str = ""
+    """The task's check: a shell command whose exit 0 proves it. Completing a task with a
+    check runs it first; only a pass completes it (`core/tasks/checks.py`)."""
+    verified_at: float | None = None
+    """When a passing check completed it; None for a task completed without one (or not
+    completed). Cleared when it leaves completed or its check changes."""
+    checks: tuple[CheckRun, ...] = ()
+    """Its check's latest runs, oldest first."""
+    check_running: CheckRunning | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.status == "completed" and self.verified_at is not None
+
+    @property
+    def last_check(self) -> CheckRun | None:
+        return self.checks[-1] if self.checks else None
 
 
 def time_in_progress(task: Task, *, now: float) -> float:
@@ -125,6 +173,8 @@ class TodoItem:
     content: str
     status: str
     active_form: str = ""
+    verify: str | None = None
+    """The item's check; None keeps the check its task has (matched by content), "" removes it."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ from .model import (
     STATUSES,
     AgentRef,
     Attempt,
+    CheckRun,
+    CheckRunning,
     Claim,
     ReplaceOutcome,
     StoreError,
@@ -59,6 +61,8 @@ class Fields:
     owner: str | None = None
     metadata: tuple[tuple[str, str | None], ...] = ()
     """Keys to set (value as JSON text) or, with None, to remove."""
+    verify: str | None = None
+    """The task's check: a command to set, "" to remove it."""
 
 
 def find(tasks: Tasks, task_id: str) -> Task:
@@ -88,6 +92,10 @@ MAX_ATTEMPTS = 10
 """Sub-agents' attempts kept on a task: the latest ones."""
 MAX_ATTEMPT_FILES = 50
 """Files listed per attempt."""
+MAX_CHECK_RUNS = 5
+"""Runs of a task's check kept on it: the latest ones."""
+MAX_CHECK_TAIL = 2_000
+"""Characters of a check run's output kept with it (its end)."""
 
 _ADVICE = {
     "subject": "keep it a short title and put detail in description",
@@ -132,7 +140,7 @@ def with_status(task: Task, status: TaskStatus, now: float) -> Task:
         task = replace(task, progress_seconds=time_in_progress(task, now=now), progress_since=None)
     if status == "completed":
         return replace(task, status=status, completed_at=now)
-    return replace(task, status=status, completed_at=None)
+    return replace(task, status=status, completed_at=None, verified_at=None)
 
 
 def create(
@@ -144,6 +152,7 @@ def create(
     active_form: str,
     now: float,
     created_by: AgentRef | None = None,
+    verify: str = "",
 ) -> tuple[Tasks, Task]:
     """A new task; `created_by`: the sub-agent whose subtask it is (None: the main agent's)."""
     _room_for_one_more(tasks)
@@ -152,6 +161,7 @@ def create(
         subject=_subject(subject),
         description=_bounded(description, "description", MAX_DESCRIPTION),
         activeForm=_bounded(active_form, "activeForm", MAX_LABEL),
+        verify=_bounded(verify, "verify", MAX_DESCRIPTION),
         created_at=now,
         created_by=created_by.agent if created_by is not None else "",
         created_session=created_by.session if created_by is not None else "",
@@ -209,10 +219,10 @@ def check_update(
         return
     if claim is not None and claim.by(by):
         fixed = changes.subject is not None or changes.description is not None or changes.owner is not None
-        if fixed or status == "deleted":
+        if fixed or changes.verify is not None or status == "deleted":
             raise StoreError(
-                f"you may change only the status, activeForm and metadata of your task #{task_id}; "
-                "create a subtask for anything else"
+                f"you may change only the status, activeForm and metadata of your task #{task_id} (its check is "
+                "the one who handed it to you's); create a subtask for anything else"
             )
     elif not owns(task, by, home):
         raise StoreError(
@@ -275,9 +285,12 @@ def update(
     by: AgentRef | None = None,
     person: bool = False,
     home: str | None = None,
+    verified: bool = False,
 ) -> tuple[Tasks, UpdateOutcome]:
     """`by`: the sub-agent making the update (None: the main agent); `person`: the person,
-    from the panel, who may change anything; `home` as in `check_update`."""
+    from the panel, who may change anything; `home` as in `check_update`; `verified`: the
+    task's check has just passed, so a completion is a verified one. A model's completion
+    of a task with a check is refused without it: only the check completes such a task."""
     add_blocks, add_blocked_by = tuple(add_blocks), tuple(add_blocked_by)
     old = find(tasks, task_id)
     if status is not None:
@@ -299,10 +312,17 @@ def update(
         owner=old.owner if changes.owner is None else _bounded(changes.owner, "owner", MAX_LABEL),
     )
     task = _with_metadata(task, changes)
+    if changes.verify is not None:
+        task = with_check(task, changes.verify)
+    completes = status == "completed" and old.status != "completed"
+    if completes and task.verify and not verified and not person:
+        raise StoreError(f"task #{task_id} has a check: it is completed only when its check passes")
     if by is not None and old.claim is not None and old.claim.by(by):
         task = _own_status(task, status)
     elif status is not None:
         task = with_status(task, cast(TaskStatus, status), now)
+        if completes and verified:
+            task = replace(task, verified_at=now)
     new = tuple(task if t.id == task_id else t for t in tasks)
     for blocked in add_blocks:
         new = link(new, task_id, blocked)
@@ -361,7 +381,15 @@ def settle(tasks: Tasks, task_id: str, by: AgentRef, attempt: Attempt, now: floa
     freed = replace(task, owner="", claim=None, attempts=(*task.attempts, kept)[-MAX_ATTEMPTS:])
     if task.status == "in_progress":
         freed = with_status(freed, "completed" if done else "pending", now)
+        if done and task.verify and _passed_last(task):
+            freed = replace(freed, verified_at=now)
     return tuple(freed if t.id == task_id else t for t in tasks), freed
+
+
+def _passed_last(task: Task) -> bool:
+    """Whether `task`'s check, as it is now, passed when it last ran."""
+    last = task.last_check
+    return last is not None and last.passed and last.command == task.verify
 
 
 def release_dead(
@@ -432,14 +460,20 @@ def open_blockers(task: Task, tasks: Sequence[Task]) -> tuple[str, ...]:
     return tuple(b for b in task.blockedBy if status.get(b, "completed") != "completed")
 
 
-def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: float) -> tuple[Tasks, int, ReplaceOutcome]:
+def replace_all(
+    tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: float, passed: Iterable[str] = ()
+) -> tuple[Tasks, int, ReplaceOutcome]:
     """The whole-list update: the list becomes `todos`, in that order.
 
     An item whose content equals an existing task's subject keeps that task (its id,
     times and tool counts); other items become new tasks. Among tasks with the same
     subject, one that also has the item's status is preferred, so dropping one of two
     look-alikes keeps the right id.
+
+    An item that completes a task with a check must be among `passed` (the contents whose
+    checks just passed): only its check completes it, and then it is verified.
     """
+    passed = frozenset(passed)
     if len(todos) > MAX_TASKS:
         raise StoreError(f"todos has {len(todos):,} items; the list may hold at most {MAX_TASKS}")
     unmatched: dict[str, list[Task]] = {}
@@ -458,10 +492,17 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
             if pick.claim is not None and status != pick.status:
                 raise StoreError(f'{where}"{subject}" is being worked on by {pick.claim.agent}; leave it in_progress')
             base = replace(pick, activeForm=active_form)
+            if item.verify is not None:
+                base = with_check(base, item.verify, where)
         else:
-            base = Task(id=str(next_id), subject=subject, activeForm=active_form, created_at=now)
+            verify = _bounded(item.verify or "", "verify", MAX_DESCRIPTION, where)
+            base = Task(id=str(next_id), subject=subject, activeForm=active_form, created_at=now, verify=verify)
             next_id += 1
-        new.append(with_status(base, status, now))
+        completes = status == "completed" and base.status != "completed"
+        if completes and base.verify and subject not in passed:
+            raise StoreError(f'{where}"{subject}" has a check: it is completed only when its check passes')
+        done = with_status(base, status, now)
+        new.append(replace(done, verified_at=now) if completes and base.verify else done)
     kept = {t.id for t in new}
     for task in tasks:
         if task.id not in kept and task.claim is not None:
@@ -476,6 +517,38 @@ def replace_all(tasks: Tasks, next_id: int, todos: Sequence[TodoItem], now: floa
     active = [t.id for t in result if t.status == "in_progress"]
     notes = (f"Note: {_refs(active)} are all in_progress; keep only one in progress.",) if len(active) > 1 else ()
     return result, next_id, ReplaceOutcome(result, dropped, notes)
+
+
+# --- checks (core/tasks/checks.py runs them) ------------------------------------------
+
+
+def with_check(task: Task, command: str, where: str = "") -> Task:
+    """`task` with its check set to `command` ("" removes it). A changed check has not
+    verified anything yet: a completed task stays completed but is no longer verified."""
+    command = _bounded(command, "verify", MAX_DESCRIPTION, where)
+    if command == task.verify:
+        return task
+    return replace(task, verify=command, verified_at=None)
+
+
+def check_started(tasks: Tasks, task_id: str, running: CheckRunning) -> Tasks:
+    task = find(tasks, task_id)
+    return tuple(replace(task, check_running=running) if t.id == task_id else t for t in tasks)
+
+
+def check_finished(tasks: Tasks, task_id: str, run: CheckRun, now: float) -> tuple[Tasks, Task | None]:
+    """Record `run` on task `task_id` (gone meanwhile: nothing changes). A failed run leaves
+    the task in progress (it stays the work to do) and takes back a sub-agent's "done"."""
+    task = next((t for t in tasks if t.id == task_id), None)
+    if task is None:
+        return tasks, None
+    kept = replace(run, tail=run.tail[-MAX_CHECK_TAIL:], command=run.command[:MAX_DESCRIPTION])
+    task = replace(task, check_running=None, checks=(*task.checks, kept)[-MAX_CHECK_RUNS:])
+    if not run.passed and task.status != "completed":
+        task = with_status(task, "in_progress", now)
+        if task.claim is not None:
+            task = replace(task, claim=replace(task.claim, done=False))
+    return tuple(task if t.id == task_id else t for t in tasks), task
 
 
 def record_tool_call(tasks: Tasks, elapsed: float, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:

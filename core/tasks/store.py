@@ -17,7 +17,19 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from . import file_format, history, rules
-from .model import STATUSES, AgentRef, Attempt, Claim, ReplaceOutcome, StoreError, Task, TodoItem, UpdateOutcome
+from .model import (
+    STATUSES,
+    AgentRef,
+    Attempt,
+    CheckRun,
+    CheckRunning,
+    Claim,
+    ReplaceOutcome,
+    StoreError,
+    Task,
+    TodoItem,
+    UpdateOutcome,
+)
 from .persistence import PersistenceError, read_json, update_atomic
 
 R = TypeVar("R")
@@ -168,9 +180,14 @@ class TaskStore:
     # --- model-side mutations ------------------------------------------------------
 
     async def create(
-        self, subject: str, description: str = "", active_form: str = "", created_by: AgentRef | None = None
+        self,
+        subject: str,
+        description: str = "",
+        active_form: str = "",
+        created_by: AgentRef | None = None,
+        verify: str = "",
     ) -> Task:
-        """A new task; `created_by`: the sub-agent that made it (a subtask)."""
+        """A new task; `created_by`: the sub-agent that made it (a subtask); `verify`: its check."""
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             new, task = rules.create(
@@ -181,6 +198,7 @@ class TaskStore:
                 active_form=active_form,
                 now=self.clock(),
                 created_by=created_by,
+                verify=verify,
             )
             who: history.Who = "agent" if created_by else "model"
             by = f" by {created_by.agent}" if created_by else ""
@@ -203,10 +221,18 @@ class TaskStore:
         add_blocked_by: Sequence[str] = (),
         metadata: Sequence[tuple[str, str | None]] = (),
         by: AgentRef | None = None,
+        verify: str | None = None,
+        verified: bool = False,
     ) -> UpdateOutcome:
-        """The model's update; `by` is the sub-agent making it (None: the main agent)."""
+        """The model's update; `by` is the sub-agent making it (None: the main agent);
+        `verified`: the task's check has just passed (`rules.update`)."""
         fields = rules.Fields(
-            subject=subject, description=description, active_form=active_form, owner=owner, metadata=tuple(metadata)
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            owner=owner,
+            metadata=tuple(metadata),
+            verify=verify,
         )
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[UpdateOutcome]:
@@ -220,6 +246,7 @@ class TaskStore:
                 add_blocked_by=add_blocked_by,
                 by=by,
                 home=self.home,
+                verified=verified,
             )
             what = rules.describe_update(tasks, new, task_id, deleted=outcome.deleted)
             who: history.Who = "model" if by is None else "agent"
@@ -228,11 +255,13 @@ class TaskStore:
 
         return await self._mutate(step)
 
-    async def replace_all(self, todos: Sequence[TodoItem]) -> ReplaceOutcome:
-        """Make the list exactly `todos` (TodoWrite). Unchanged content keeps its id."""
+    async def replace_all(self, todos: Sequence[TodoItem], passed: Iterable[str] = ()) -> ReplaceOutcome:
+        """Make the list exactly `todos` (TodoWrite). Unchanged content keeps its id.
+        `passed`: the items whose checks just passed (`rules.replace_all`)."""
+        passed = tuple(passed)
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[ReplaceOutcome]:
-            new, next_after, outcome = rules.replace_all(tasks, next_id, todos, self.clock())
+            new, next_after, outcome = rules.replace_all(tasks, next_id, todos, self.clock(), passed)
             what = rules.describe_replace(tasks, new)
             return _Change(new, next_after, outcome, entry=Entry("model", what) if what else None)
 
@@ -246,6 +275,48 @@ class TaskStore:
             return _Change(new, next_id, task)
 
         return await self._mutate(step)
+
+    # --- checks (core/tools/task_checks.py) -----------------------------------------------
+
+    async def check_started(self, task_id: str, running: CheckRunning) -> None:
+        """Record the check of `task_id` running (its process group), before it can do anything."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[None]:
+            return _Change(rules.check_started(tasks, task_id, running), next_id, None)
+
+        await self._mutate(step)
+
+    async def check_finished(self, task_id: str, run: CheckRun) -> Task | None:
+        """Record a run of `task_id`'s check (in the plan history too); the task after it."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
+            new, task = rules.check_finished(tasks, task_id, run, self.clock())
+            if task is None:
+                return _Change(tasks, next_id, None)
+            how = "passed" if run.passed else "did not finish" if run.exit is None else f"failed (exit {run.exit})"
+            what = f"#{task_id}'s check {how} after {run.seconds:.1f} s"
+            return _Change(new, next_id, task, entry=Entry("model", what, task_id))
+
+        return await self._mutate(step)
+
+    def release_dead_checks(self, dead: Callable[[CheckRunning], bool], stop: Callable[[CheckRunning], None]) -> int:
+        """At load: a check recorded as running by a process that is gone (kill -9 mid-check)
+        is stopped (`stop`, its process group) and recorded as not finished: its task is not
+        completed. How many there were."""
+        stale = [t for t in self._tasks if t.check_running is not None and dead(t.check_running)]
+        for task in stale:
+            assert task.check_running is not None
+            stop(task.check_running)
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[int]:
+            new, now = tasks, self.clock()
+            for task in stale:
+                run = CheckRun(now, None, 0.0, "todo-agent ended while the check ran; it was stopped", task.verify)
+                new, _ = rules.check_finished(new, task.id, run, now)
+            ids = ", ".join(f"#{t.id}" for t in stale)
+            return _Change(new, next_id, len(stale), entry=Entry("model", f"stopped the check left running: {ids}"))
+
+        return self.apply_now(step) if stale else 0
 
     # --- sub-agents (core/agents/) ---------------------------------------------------
 

@@ -132,6 +132,9 @@ class Tool:
     fan_out: bool = False
     """Calls of this tool in one response run side by side (each is asked about and decided
     alone) and show their progress live (`ctx.live`): the `Agent` tool."""
+    commands: Callable[[dict[str, Any], ToolContext], list[tuple[str, str]]] | None = None
+    """The shell commands a call sets to run later, as (what, command): a task's check,
+    set, changed or removed. The gate judges each as a Bash call of it, at that moment."""
 
     def __post_init__(self) -> None:
         check_declaration(self.name, self.kind, self.paths, self.network)
@@ -161,6 +164,7 @@ def declare(
     preview: Callable[[dict[str, Any], ToolContext], str] | None = None,
     description: str | None = None,
     fan_out: bool = False,
+    commands: Callable[[A, ToolContext], list[tuple[str, str]]] | None = None,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
     Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`).
@@ -205,6 +209,7 @@ def declare(
         normalised,
         network=network,
         fan_out=fan_out,
+        commands=None if commands is None else lambda args, ctx: commands(parse_as(arguments, args), ctx),
     )
 
 

@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 from asyncio.subprocess import DEVNULL, STDOUT, Process
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +147,21 @@ def capped_output() -> CappedOutput:
     return CappedOutput(HEAD_BYTES, TAIL_BYTES)
 
 
+@dataclass(frozen=True)
+class Ran:
+    """How a command ended: its exit status (None: timed out and killed) and its output,
+    with the note a person reads (`Exit code 1`, the timeout's)."""
+
+    code: int | None
+    output: str
+
+    @property
+    def result(self) -> ToolResult:
+        if self.code == 0:
+            return ToolResult(self.output.rstrip("\n") or "(no output)")
+        return ToolResult(self.output, is_error=True)
+
+
 async def run_command(
     command: str,
     cwd: Path,
@@ -160,18 +176,34 @@ async def run_command(
     `output`: collect into this one, so a caller whose run is interrupted (esc, which
     kills the command) still has what it printed until then.
     """
+    return (await run_shell(command, cwd, time_limit, env, output)).result
+
+
+async def run_shell(
+    command: str,
+    cwd: Path,
+    time_limit: float,
+    env: dict[str, str] | None = None,
+    output: CappedOutput | None = None,
+    *,
+    started: Callable[[int], Awaitable[None]] | None = None,
+) -> Ran:
+    """`run_command`, saying how it ended. `started(pgid)` is awaited once the shell runs,
+    before its exit is waited for (a task's check records its process group there)."""
     shell = await _start(command, cwd, child_env() if env is None else env)
     proc = shell.proc
     output = capped_output() if output is None else output
     reading = asyncio.ensure_future(_read_into(shell.output, output))
     try:
         try:
+            if started is not None:
+                await started(proc.pid)
             async with asyncio.timeout(time_limit):
                 code = await proc.wait()
         except TimeoutError:
             escaped = await _kill_group(proc)
             await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
-            return ToolResult(with_note(output.text(), _timeout_note(time_limit, escaped)), is_error=True)
+            return Ran(None, with_note(output.text(), _timeout_note(time_limit, escaped)))
         except BaseException:
             # Interrupted (CancelledError) or anything unexpected: never leave the group running.
             await _kill_group(proc)
@@ -183,8 +215,8 @@ async def run_command(
         reading.cancel()
         shell.close()
     if code != 0:
-        return ToolResult(with_note(output.text(), _exit_note(code)), is_error=True)
-    return ToolResult(output.text().rstrip("\n") or "(no output)")
+        return Ran(code, with_note(output.text(), _exit_note(code)))
+    return Ran(0, output.text())
 
 
 class BashArgs(Arguments):

@@ -58,6 +58,11 @@ class ToolContext:
     """A separate short request to the session's model (system text, user text) → its answer;
     raises `ToolError`. WebFetch answers its `prompt` from a page with it."""
 
+    command_denied: Callable[[str], str] = field(default=lambda command: "")
+    """Why a deny rule refuses running this command now (a task's check), or ""."""
+    check_timeout: float = 600.0
+    """Seconds a task's check may run before it is killed (the Bash tool's longest)."""
+
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)
 

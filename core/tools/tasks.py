@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
@@ -30,7 +31,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 from ..events import TasksUpdated
 from ..lifecycle import TaskChange, run_gates
 from ..tasks import rules
-from ..tasks.model import STATUSES, StoreError, Task, TodoItem
+from ..tasks.model import STATUSES, CheckRun, StoreError, Task, TodoItem
 from ..tasks.render import render_for_model
 from ..tasks.rules import open_blockers, short_id
 from ..tasks.store import TaskStore
@@ -38,6 +39,7 @@ from .arguments import Arguments, Label, RequiredLabel, fail, structured
 from .base import Tool, declare, parse_as, short
 from .context import ToolContext
 from .results import ToolError
+from .task_checks import check_commands, passed_note, refusal, run_check
 
 R = TypeVar("R")
 
@@ -110,6 +112,7 @@ IdList = Annotated[
     tuple[str, ...], BeforeValidator(_id_list), WithJsonSchema({"type": "array", "items": {"type": "string"}})
 ]
 _ACTIVE_FORM = {"active_form": "activeForm"}
+VERIFY_HELP = "A shell command whose exit 0 proves the task (e.g. 'pytest -q tests/test_api.py'); run on completion."
 
 
 class TaskCreateArgs(Arguments):
@@ -119,6 +122,7 @@ class TaskCreateArgs(Arguments):
     activeForm: Label = Field(
         None, description="Present-continuous form shown while it runs, e.g. 'Adding pagination'."
     )
+    verify: Label = Field(None, description=VERIFY_HELP)
 
 
 class TaskGetArgs(Arguments):
@@ -151,6 +155,7 @@ class TaskUpdateArgs(TaskGetArgs):
     addBlocks: IdList = Field((), description="Ids of tasks that cannot start until this one is completed.")
     addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
     metadata: Metadata = Field((), description="Keys to merge into the task's metadata; a null value removes a key.")
+    verify: Label = Field(None, description='The check (a shell command); "" removes it.')
 
 
 class TaskListArgs(Arguments):
@@ -165,6 +170,7 @@ class TodoEntry(Arguments):
     content: str = Field(min_length=1, description="Imperative, e.g. 'Run tests'.")
     status: TodoStatus
     activeForm: str | None = Field(None, description="Present continuous, e.g. 'Running tests'.")
+    verify: str | None = Field(None, description=VERIFY_HELP)
 
 
 def _todo_list(value: Any) -> list[dict[str, Any]]:
@@ -188,8 +194,16 @@ def _todo_list(value: Any) -> list[dict[str, Any]]:
         if not isinstance(status, str):
             raise fail(f"todos[{n}] is missing 'status' (pending, in_progress or completed)")
         active_form = item.get("activeForm", item.get("active_form"))
+        verify = item.get("verify")
+        if verify is not None and not isinstance(verify, str):
+            raise fail(f"todos[{n}].verify must be a shell command (a string)")
         items.append(
-            {"content": content, "status": status, "activeForm": active_form if isinstance(active_form, str) else None}
+            {
+                "content": content,
+                "status": status,
+                "activeForm": active_form if isinstance(active_form, str) else None,
+                "verify": verify,
+            }
         )
     return items
 
@@ -200,7 +214,7 @@ class TodoWriteArgs(Arguments):
     )
 
     def items(self) -> list[TodoItem]:
-        return [TodoItem(t.content, t.status or "", t.activeForm or "") for t in self.todos]
+        return [TodoItem(t.content, t.status or "", t.activeForm or "", t.verify) for t in self.todos]
 
 
 def _store(ctx: ToolContext) -> TaskStore:
@@ -268,6 +282,7 @@ def _blocked_suffix(task: Task, tasks: Sequence[Task]) -> str:
 async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     subject, description, active_form = args.subject, args.description or "", args.activeForm or ""
+    verify = args.verify or ""
 
     created_by = ctx.agent  # a sub-agent's subtask is tagged with its name and session
 
@@ -280,11 +295,12 @@ async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
             active_form=active_form,
             now=store.clock(),
             created_by=created_by,
+            verify=verify,
         )
         return new
 
     await _ask_hooks(ctx, store, preview)
-    task = await _attempt(store.create(subject, description, active_form, created_by))
+    task = await _attempt(store.create(subject, description, active_form, created_by, verify))
     ctx.emit(TasksUpdated(store.snapshot()))
     return f"Task #{task.id} created: {task.subject}"
 
@@ -298,6 +314,7 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
         active_form=args.activeForm,
         owner=args.owner,
         metadata=args.metadata,
+        verify=args.verify,
     )
     blocks, blocked_by, by = args.addBlocks, args.addBlockedBy, ctx.agent
     if store.get(wanted) is not None:  # no hook is asked about an update its maker may not make
@@ -308,6 +325,11 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
             )
         except StoreError as exc:
             raise ToolError(str(exc)) from exc
+
+    checked = await _run_check_first(store, wanted, status, fields, ctx)
+    if checked is not None and not checked.passed:
+        task = store.get(wanted)
+        raise ToolError(refusal(task, checked) if task is not None else "the task was deleted while its check ran")
 
     def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
         # As the main agent would: a sub-agent's "completed" is a completion the hooks judge now.
@@ -337,11 +359,14 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
             add_blocked_by=blocked_by,
             metadata=fields.metadata,
             by=by,
+            verify=fields.verify,
+            verified=checked is not None,
         )
     )
     tasks = store.snapshot()
     ctx.emit(TasksUpdated(tasks))
     task = outcome.task
+    passed = [passed_note(task, checked)] if checked is not None else []
     if outcome.deleted:
         state = f"Task #{task.id} deleted: {task.subject}"
     elif task.claim is not None and task.claim.done:
@@ -351,7 +376,29 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
         )
     else:
         state = f"Task #{task.id} → {task.status}: {task.subject}{_blocked_suffix(task, tasks)}"
-    return "\n".join([state, _remaining(tasks), *outcome.notes])
+    return "\n".join([state, *passed, _remaining(tasks), *outcome.notes])
+
+
+async def _run_check_first(
+    store: TaskStore, wanted: str, status: str | None, fields: rules.Fields, ctx: ToolContext
+) -> CheckRun | None:
+    """The run of the task's check when this update completes a task that has one (the
+    check as the update leaves it); None when nothing needs checking."""
+    task = store.get(wanted)
+    if task is None or status != "completed" or task.status == "completed":
+        return None
+    if task.claim is not None and task.claim.done:
+        return None  # it said so already; the settlement decides
+    verify = task.verify if fields.verify is None else fields.verify.strip()
+    if not verify:
+        return None
+    if fields.verify is not None and fields.verify.strip() != task.verify:  # set in this same call
+        outcome = await _attempt(store.update(wanted, verify=verify, by=ctx.agent))
+        task = outcome.task
+        ctx.emit(TasksUpdated(store.snapshot()))
+    run = await run_check(task, ctx, store)
+    ctx.emit(TasksUpdated(store.snapshot()))
+    return run
 
 
 async def _list(args: TaskListArgs, ctx: ToolContext) -> str:
@@ -392,8 +439,14 @@ async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
     if ctx.agent is not None:
         raise ToolError("a sub-agent cannot rewrite the whole list; use TaskUpdate on your task and TaskCreate")
     items = args.items()
-    await _ask_hooks(ctx, store, lambda tasks, next_id: rules.replace_all(tasks, next_id, items, store.clock())[0])
-    outcome = await _attempt(store.replace_all(items))
+    passed, notes = await _todo_checks(store, items, ctx)
+    everything = [i.content.strip() for i in items]
+
+    def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
+        return rules.replace_all(tasks, next_id, items, store.clock(), everything)[0]
+
+    await _ask_hooks(ctx, store, preview)
+    outcome = await _attempt(store.replace_all(items, passed))
     ctx.emit(TasksUpdated(store.snapshot()))
     counts = {s: sum(1 for t in outcome.tasks if t.status == s) for s in ("completed", "in_progress", "pending")}
     detail = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
@@ -407,7 +460,70 @@ async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
             f"Warning: unfinished items were dropped without being completed: {names}. "
             "If they still need doing, add them back; if they are done, list them as completed."
         )
-    return "\n".join([*lines, *outcome.notes])
+    return "\n".join([*lines, *notes, *outcome.notes])
+
+
+async def _todo_checks(store: TaskStore, items: Sequence[TodoItem], ctx: ToolContext) -> tuple[list[str], list[str]]:
+    """Run the check of each item this TodoWrite completes (matched to its task by content):
+    the contents whose checks passed and a note for each; a failing one refuses the call."""
+    preview, _, _ = await _attempt(_replace_preview(store, items))
+    before = {t.id: t for t in store.snapshot()}
+    passed: list[str] = []
+    notes: list[str] = []
+    for task in preview:
+        prior = before.get(task.id)
+        if task.status != "completed" or not task.verify or (prior is not None and prior.status == "completed"):
+            continue
+        if prior is None or prior.verify != task.verify:
+            raise ToolError(
+                f'"{task.subject}" sets a check and completes it in one call: save the list with it '
+                "in_progress first, then complete it (its check runs then)"
+            )
+        run = await run_check(prior, ctx, store)
+        ctx.emit(TasksUpdated(store.snapshot()))
+        if not run.passed:
+            raise ToolError(f"{refusal(prior, run)}\nThe todo list is unchanged.")
+        passed.append(task.subject)
+        notes.append(f'"{task.subject}": {passed_note(prior, run)}')
+    return passed, notes
+
+
+async def _replace_preview(store: TaskStore, items: Sequence[TodoItem]) -> tuple[tuple[Task, ...], int, object]:
+    everything = [i.content.strip() for i in items]
+    return rules.replace_all(store.snapshot(), store.next_id, items, store.clock(), everything)
+
+
+# --- what a call does to checks: the gate asks about each (core/engine/batch.py) ---------
+
+
+def _create_commands(args: TaskCreateArgs, ctx: ToolContext) -> list[tuple[str, str]]:
+    verify = (args.verify or "").strip()
+    return [("set the check of a new task", verify)] if verify else []
+
+
+def _update_commands(args: TaskUpdateArgs, ctx: ToolContext) -> list[tuple[str, str]]:
+    task = ctx.tasks.get(args.taskId) if ctx.tasks is not None else None
+    if task is None:
+        return []
+    if args.status == "deleted":
+        unproven = task.verify and not task.verified
+        return [(f"delete task #{task.id}, whose check has not passed", task.verify)] if unproven else []
+    if args.verify is None:
+        return []
+    after = replace(task, verify=args.verify.strip())
+    return check_commands([task], [after])
+
+
+def _todo_commands(args: TodoWriteArgs, ctx: ToolContext) -> list[tuple[str, str]]:
+    if ctx.tasks is None:
+        return []
+    items = args.items()
+    everything = [i.content.strip() for i in items]
+    try:
+        after = rules.replace_all(ctx.tasks.snapshot(), ctx.tasks.next_id, items, 0.0, everything)[0]
+    except StoreError:
+        return []
+    return check_commands(ctx.tasks.snapshot(), after)
 
 
 # --- summaries for the UI (never raise: they only decorate `⏺ Name(...)`) ----------------
@@ -436,12 +552,21 @@ def _summarize_todos(args: dict[str, Any]) -> str:
 
 
 TASK_CREATE = declare(
-    "TaskCreate", TaskCreateArgs, _create, kind="task", summarize=lambda args: short(str(args.get("subject") or ""))
+    "TaskCreate",
+    TaskCreateArgs,
+    _create,
+    kind="task",
+    summarize=lambda args: short(str(args.get("subject") or "")),
+    commands=_create_commands,
 )
-TASK_UPDATE = declare("TaskUpdate", TaskUpdateArgs, _update, kind="task", summarize=_summarize_update)
+TASK_UPDATE = declare(
+    "TaskUpdate", TaskUpdateArgs, _update, kind="task", summarize=_summarize_update, commands=_update_commands
+)
 TASK_LIST = declare("TaskList", TaskListArgs, _list, kind="task")
 TASK_GET = declare("TaskGet", TaskGetArgs, _get, kind="task", summarize=_summarize_get)
-TODO_WRITE = declare("TodoWrite", TodoWriteArgs, _todo_write, kind="task", summarize=_summarize_todos)
+TODO_WRITE = declare(
+    "TodoWrite", TodoWriteArgs, _todo_write, kind="task", summarize=_summarize_todos, commands=_todo_commands
+)
 
 TASK_TOOLS_V2: list[Tool] = [TASK_CREATE, TASK_UPDATE, TASK_LIST, TASK_GET]
 TASK_TOOLS_V1: list[Tool] = [TODO_WRITE]

@@ -66,6 +66,26 @@ def meta_line(task: Task, tasks: Sequence[Task], *, now: float, agent: AgentRow 
     return " · ".join(parts)
 
 
+VERIFIED_MARKER = "☑"
+"""A task its check completed (a plain ☒ was completed without one)."""
+
+
+def check_line(task: Task) -> str:
+    """`⚙ pytest -q · ✓ passed`: the task's check and how its last run ended, or empty."""
+    if not task.verify:
+        return ""
+    command = task.verify if len(task.verify) <= 60 else task.verify[:59] + "…"
+    line = f"⚙ {' '.join(command.split())}"
+    last = task.last_check
+    if task.check_running is not None:
+        return f"{line} · running"
+    if last is None or last.command != task.verify:
+        return line
+    if last.passed:
+        return f"{line} · ✓ passed"
+    return f"{line} · ✗ {'did not finish' if last.exit is None else f'exit {last.exit}'}"
+
+
 def owner_line(task: Task, agent: AgentRow | None) -> str:
     """What the row's second line says: `general-1: Edit posts.py` for a claimed task,
     else the task's activeForm (or subject)."""
@@ -103,6 +123,7 @@ class TaskItem(ListItem):
         self._spinner = Spinner(spinning=False)
         self._active = Horizontal(self._spinner, self._active_form, classes="task-active")
         self._meta = Static("", classes="task-meta", markup=False)
+        self._check = Static("", classes="task-check", markup=False)
         self._files = Static("", classes="task-files", markup=False)
         self.task_value = task
         self.files = files
@@ -114,6 +135,7 @@ class TaskItem(ListItem):
             yield self._subject
         yield self._active
         yield self._meta
+        yield self._check
         yield self._files
 
     def show_task(
@@ -137,7 +159,8 @@ class TaskItem(ListItem):
             self._files.display = bool(files)
         for status in MARKERS:
             self.set_class(task.status == status, f"-{status}")
-        self._marker.update(MARKERS[task.status])
+        self._marker.update(VERIFIED_MARKER if task.verified else MARKERS[task.status])
+        self.set_class(task.verified, "-verified")
         self._subject.update(Content.assemble((f"#{task.id} ", "bold"), sanitize(task.subject)))
         self._active.display = task.status == "in_progress"
         self._spinner.spinning = running and task.status == "in_progress"
@@ -146,6 +169,11 @@ class TaskItem(ListItem):
         meta = meta_line(task, tasks, now=now, agent=agent)
         self._meta.update(Content(meta))
         self._meta.display = bool(meta)
+        check = check_line(task)
+        self._check.update(Content(sanitize(check)))
+        self._check.display = bool(check)
+        last = task.last_check
+        self.set_class(bool(check) and last is not None and not last.passed and task.check_running is None, "-failing")
 
 
 class TaskListView(ListView):
@@ -317,6 +345,9 @@ class TaskPanel(Vertical):
         .task-active > .active-form { width: 1fr; }
         .task-meta { padding-left: 2; color: $text-muted; }
         .task-files { padding-left: 2; color: $text-muted; }
+        .task-check { padding-left: 2; color: $text-muted; }
+        TaskItem.-failing .task-check { color: $error; }
+        TaskItem.-verified .task-marker { color: $success; }
         #task-help { display: none; color: $text-muted; margin-top: 1; }
         &:focus-within #task-help { display: block; }
         &.-empty #task-progress { display: none; }
