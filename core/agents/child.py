@@ -32,7 +32,8 @@ from ..events import (
 )
 from ..session.transcript import Session
 from ..tasks.model import AgentRef
-from .definitions import AgentTypefrom .state import AgentRow, Phase
+from .definitions import AgentType
+from .state import AgentRow, Phase
 
 TASK_TOOL_NAMES = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"})
 
