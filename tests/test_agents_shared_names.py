@@ -33,8 +33,8 @@ async def test_another_sessions_general_1_cannot_touch_a_subtask_or_link_to_the_
                 "steps": [
                     {"tool_calls": [call("TaskCreate", subject="A's subtask")]},  # #3
                     {"tool_calls": [call("TaskUpdate", taskId="1", addBlockedBy=["3"])]},  # its own two: fine
-                    {"tool_calls": [call("TaskUpdate", taskId="3", status="completed")]},
-                    {"tool_calls": [call("TaskUpdate", taskId="1", status="completed")]},
+                    {"tool_calls": [call("Glob", pattern="*"), call("TaskUpdate", taskId="3", status="completed")]},
+                    {"tool_calls": [call("Glob", pattern="*"), call("TaskUpdate", taskId="1", status="completed")]},
                     {"text": "parent job done"},
                 ],
             }
@@ -62,7 +62,7 @@ async def test_another_sessions_general_1_cannot_touch_a_subtask_or_link_to_the_
                 "match": "do b",
                 "steps": [
                     *({"tool_calls": [attack]} for attack in attacks),
-                    {"tool_calls": [call("TaskUpdate", taskId="4", status="completed")]},
+                    {"tool_calls": [call("Glob", pattern="*"), call("TaskUpdate", taskId="4", status="completed")]},
                     {"text": "b done"},
                 ],
             }
@@ -72,7 +72,7 @@ async def test_another_sessions_general_1_cannot_touch_a_subtask_or_link_to_the_
     assert runtime_b.session_id != runtime_a.session_id
     events_b = await run(runtime_b, "go")
     answers = replies(events_b, "general-1")
-    assert [status for status, _ in answers] == ["error"] * 4 + ["ok"]
+    assert [status for status, _ in answers] == ["error"] * 4 + ["ok", "ok"]  # the attacks, then Glob and its own
     assert "task #3 is not yours" in answers[0][1] and "task #3 is not yours" in answers[1][1]
     assert "changes #2 too, which is not yours" in answers[2][1]
     assert "changes #3 too, which is not yours" in answers[3][1]

@@ -22,7 +22,10 @@ def child(match: str, *steps: object) -> dict[str, object]:
 
 
 def done(task: str, summary: str) -> list[object]:
-    return [{"tool_calls": [call("TaskUpdate", taskId=task, status="completed")]}, {"text": summary}]
+    """A child's last two steps: it looks (a child that did nothing at all is settled
+    `unverified`), marks its task completed, and sums up."""
+    look = call("Glob", pattern="*")
+    return [{"tool_calls": [look, call("TaskUpdate", taskId=task, status="completed")]}, {"text": summary}]
 
 
 async def test_two_children_work_two_tasks_side_by_side_and_the_harness_settles_them(workspace: Path) -> None:

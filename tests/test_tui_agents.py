@@ -19,7 +19,7 @@ def writer(n: int) -> dict[str, Any]:
         "match": f"write file {n}",
         "steps": [
             {"tool_calls": [call("Write", file_path=f"f{n}.txt", content=f"{n}\n")]},
-            {"tool_calls": [call("TaskUpdate", taskId=str(n), status="completed")]},
+            {"tool_calls": [call("Glob", pattern="*"), call("TaskUpdate", taskId=str(n), status="completed")]},
             {"text": f"wrote f{n}.txt"},
         ],
     }
@@ -102,7 +102,7 @@ async def test_the_task_row_shows_its_child_o_opens_its_transcript_live_and_x_st
             {
                 "match": "the fast one",
                 "steps": [
-                    {"tool_calls": [call("TaskUpdate", taskId="2", status="completed")]},
+                    {"tool_calls": [call("Glob", pattern="*"), call("TaskUpdate", taskId="2", status="completed")]},
                     {"text": "fast done"},
                 ],
             },

@@ -79,7 +79,7 @@ async def test_an_overflow_in_the_app_compacts_and_retries(workspace: Path, shap
         {"text": "Read it after compacting."},
     ]
     async with FakeOpenAIServer(
-        responses, context_limit=6000, overflow_shape=shape, without_tools={"text": SUMMARY}
+        responses, context_limit=6500, overflow_shape=shape, without_tools={"text": SUMMARY}
     ) as server:
         config = Config(workspace=workspace, model="fake-model", base_url=server.base_url, api_key="sk-test")
         app = TodoAgentApp.for_config(config, animations=False)
@@ -92,7 +92,7 @@ async def test_an_overflow_in_the_app_compacts_and_retries(workspace: Path, shap
     assert any(t.startswith("compacted the conversation (the server refused it as too long)") for t in texts)
     assert not any("does not fit" in t for t in texts)
     if shape == "llama":  # llama.cpp names its window; OpenAI's words do too
-        assert any("6,000 tokens" in t for t in texts)
+        assert any("6,500 tokens" in t for t in texts)
 
 
 def entries(app: TodoAgentApp) -> list[Any]:

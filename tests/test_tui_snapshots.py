@@ -27,7 +27,7 @@ from todo_agent.core.permissions.modes import ApprovalRequest
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionInfo
 from todo_agent.core.settings import Config
-from todo_agent.core.tasks.model import Task
+from todo_agent.core.tasks.model import CheckRun, Task
 from todo_agent.core.window.tokens import TokenCounter
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
@@ -225,6 +225,40 @@ def test_panel_at_the_bottom_with_blocked_task(snap_compare: SnapCompare, demo: 
         screen = main_screen(pilot.app)  # type: ignore[arg-type]
         screen.place_panel("bottom")
         await screen.panel.show(tasks)  # synthetic stats; `show_tasks` draws the store
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)
+
+
+def test_panel_marks_verified_unverified_and_failing_checks(
+    snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]
+) -> None:
+    """☑ completed by its passing check, ☒ completed without one, a failing check in red
+    (its exit first, so the narrow panel keeps it), a check that never ran."""
+    check = "python -m pytest -q tests/test_api.py"
+    passed = CheckRun(FROZEN_NOW - 30, 0, 2.1, "3 passed", check)
+    failed = CheckRun(FROZEN_NOW - 5, 1, 1.2, "FAILED tests/test_api.py::test_page", check)
+    tasks = (
+        Task(
+            "1", "Add page/page_size", status="completed", verify=check, verified_at=FROZEN_NOW - 30, checks=(passed,)
+        ),
+        Task("2", "Update the docs", status="completed"),
+        Task(
+            "3",
+            "Fix the empty page",
+            activeForm="Fixing the empty page",
+            status="in_progress",
+            started_at=FROZEN_NOW - 40,
+            progress_since=FROZEN_NOW - 40,
+            verify=check,
+            checks=(failed,),
+        ),
+        Task("4", "Lint", verify="ruff check ."),
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = main_screen(pilot.app)  # type: ignore[arg-type]
+        await screen.panel.show(tasks)
         await pilot.pause()
 
     assert snap_compare(demo_app(demo, idle=True), terminal_size=SIZE, run_before=run_before)

@@ -112,7 +112,7 @@ IdList = Annotated[
     tuple[str, ...], BeforeValidator(_id_list), WithJsonSchema({"type": "array", "items": {"type": "string"}})
 ]
 _ACTIVE_FORM = {"active_form": "activeForm"}
-VERIFY_HELP = "A shell command whose exit 0 proves the task (e.g. 'pytest -q tests/test_api.py'); run on completion."
+VERIFY_HELP = "A shell command that proves it (exit 0), run on completion."
 
 
 class TaskCreateArgs(Arguments):
@@ -155,7 +155,7 @@ class TaskUpdateArgs(TaskGetArgs):
     addBlocks: IdList = Field((), description="Ids of tasks that cannot start until this one is completed.")
     addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
     metadata: Metadata = Field((), description="Keys to merge into the task's metadata; a null value removes a key.")
-    verify: Label = Field(None, description='The check (a shell command); "" removes it.')
+    verify: Label = Field(None, description='Its check; "" removes it.')
 
 
 class TaskListArgs(Arguments):

@@ -29,13 +29,14 @@ from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
 from todo_agent.core.agents.state import AgentRow
 from todo_agent.core.tasks.model import Task, time_in_progress
+from todo_agent.core.tasks.render import MARKS, check_line, mark
 from todo_agent.core.tasks.rules import MAX_LABEL
 
 from ..sanitize import sanitize
 from .spinner import Spinner
 from .status import format_seconds
 
-MARKERS = {"pending": "☐", "in_progress": "◼", "completed": "☒"}
+MARKERS = MARKS
 
 
 def open_blockers(task: Task, tasks: Sequence[Task]) -> list[str]:
@@ -64,26 +65,6 @@ def meta_line(task: Task, tasks: Sequence[Task], *, now: float, agent: AgentRow 
         count = f"{len(task.attempts)} attempts" if len(task.attempts) > 1 else "1 attempt"
         parts.append(f"{count}, last {last.outcome} ({last.agent})")
     return " · ".join(parts)
-
-
-VERIFIED_MARKER = "☑"
-"""A task its check completed (a plain ☒ was completed without one)."""
-
-
-def check_line(task: Task) -> str:
-    """`⚙ pytest -q · ✓ passed`: the task's check and how its last run ended, or empty."""
-    if not task.verify:
-        return ""
-    command = task.verify if len(task.verify) <= 60 else task.verify[:59] + "…"
-    line = f"⚙ {' '.join(command.split())}"
-    last = task.last_check
-    if task.check_running is not None:
-        return f"{line} · running"
-    if last is None or last.command != task.verify:
-        return line
-    if last.passed:
-        return f"{line} · ✓ passed"
-    return f"{line} · ✗ {'did not finish' if last.exit is None else f'exit {last.exit}'}"
 
 
 def owner_line(task: Task, agent: AgentRow | None) -> str:
@@ -159,7 +140,7 @@ class TaskItem(ListItem):
             self._files.display = bool(files)
         for status in MARKERS:
             self.set_class(task.status == status, f"-{status}")
-        self._marker.update(VERIFIED_MARKER if task.verified else MARKERS[task.status])
+        self._marker.update(mark(task))
         self.set_class(task.verified, "-verified")
         self._subject.update(Content.assemble((f"#{task.id} ", "bold"), sanitize(task.subject)))
         self._active.display = task.status == "in_progress"
@@ -345,7 +326,7 @@ class TaskPanel(Vertical):
         .task-active > .active-form { width: 1fr; }
         .task-meta { padding-left: 2; color: $text-muted; }
         .task-files { padding-left: 2; color: $text-muted; }
-        .task-check { padding-left: 2; color: $text-muted; }
+        .task-check { padding-left: 2; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
         TaskItem.-failing .task-check { color: $error; }
         TaskItem.-verified .task-marker { color: $success; }
         #task-help { display: none; color: $text-muted; margin-top: 1; }
@@ -496,7 +477,9 @@ class TaskPanel(Vertical):
         total, done = len(self.tasks), self.completed
         self.set_class(total == 0, "-empty")
         label = self.query_one("#task-progress-label", Static)
-        label.update(f"({done}/{total} completed)" if total else "")
+        verified = sum(1 for t in self.tasks if t.verified)
+        proven = f", {verified} verified" if verified else ""
+        label.update(f"({done}/{total} completed{proven})" if total else "")
         bar = self.query_one("#task-progress", ProgressBar)
         bar.update(total=max(total, 1), progress=done)
         self.query_one("#task-empty").display = total == 0
