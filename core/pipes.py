@@ -47,6 +47,32 @@ def _stat(pid: int) -> tuple[str, list[str]] | None:
     return text[text.find("(") + 1 : text.rfind(")")], text[text.rfind(")") + 2 :].split()
 
 
+def start_ticks(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, as /proc says), or None when it
+    is gone or cannot be read: tells a process from a later one that got its pid back."""
+    stat = _stat(pid)
+    return stat[1][19] if stat is not None and len(stat[1]) >= 20 else None
+
+
+def process_alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped (read from /proc where there is one)."""
+    if pid <= 0:  # 0 and -1 would mean our own group, or every process
+        return False
+    try:
+        state = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # someone else's process: alive
+            return True
+        return True
+    return state != "Z"
+
+
 def descendants(root: int, known: Family | None = None) -> Family:
     """Every process below `root`, read from /proc (empty without /proc), and those of
     `known` (an earlier look) still running: a `setsid` child whose parent has exited is

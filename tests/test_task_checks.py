@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from agent_helpers import agent, call, finished, results, run, runtime_for
 from test_agents_e2e import command, wait_for, write_script
+from test_headless_e2e import todo_agent
 
 from todo_agent.core.events import ToolFinished
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest
@@ -317,13 +318,8 @@ def test_kill_9_during_a_check_then_continue_stops_it_and_leaves_the_task_open(w
     os.killpg(pgid, 0)  # the check outlived todo-agent
     # Two answers: the task is open again, so the stop check sends the model back once.
     after = write_script(tmp_path / "after.json", {"steps": [{"text": "resumed"}, {"text": "it is still open"}]})
-    result = subprocess.run(
-        [*command(), "-p", "and now?", "--continue", "--model", after, "--tasks", "v2", "--output-format", "json"],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    result = todo_agent(
+        workspace, None, "-p", "and now?", "--continue", "--model", after, "--tasks", "v2", "--output-format", "json"
     )
     assert result.returncode == 0, result.stderr
     wait_for(lambda: not group_alive(pgid), limit=10)

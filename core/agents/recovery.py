@@ -13,20 +13,9 @@ import os
 import time
 
 from ..changes.log import ChangeLog
+from ..pipes import process_alive
 from ..tasks.model import Attempt, Claim, Task
 from ..tasks.store import TaskStore
-
-
-def process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def release_dead_claims(store: TaskStore, changes: ChangeLog, session_id: str) -> tuple[Task, ...]:

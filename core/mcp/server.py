@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..pipes import Family, descendants, signal_group, stop_escaped
+from ..pipes import Family, descendants, process_alive, signal_group, stop_escaped
 from .config import ServerSpec
 from .names import unique_tool_names
 from .remote import CallFailed, CallResult, ConnectFailed, RemoteTool, Target
@@ -337,23 +337,6 @@ class McpServer:
             raise
         self._restarts = 0  # it works again: a later crash is restarted once more
         return result
-
-
-def process_alive(pid: int) -> bool:
-    """Running, not a zombie waiting to be reaped (read from /proc where there is one)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return state != "Z"
 
 
 def _group_alive(pgid: int) -> bool:

@@ -184,8 +184,8 @@ def _decode_check(raw: Any) -> CheckRun:
 def _decode_running(raw: Any) -> CheckRunning:
     if not isinstance(raw, dict) or not _is_int(raw.get("pgid")) or not _is_int(raw.get("owner")):
         raise ValueError("task field 'check_running' is malformed")
-    started = raw.get("started", 0.0)
-    return CheckRunning(raw["pgid"], raw["owner"], float(started) if _is_number(started) else 0.0)
+    ticks = raw.get("ticks", "")
+    return CheckRunning(raw["pgid"], raw["owner"], ticks if isinstance(ticks, str) else "")
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

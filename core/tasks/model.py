@@ -83,7 +83,9 @@ class CheckRunning:
     pgid: int
     owner: int
     """The todo-agent process that started it."""
-    started: float = 0.0
+    ticks: str = ""
+    """When the check's shell (the group's leader) started, as /proc says (`pipes.start_ticks`):
+    a leader of that pid that started otherwise is someone else's process."""
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-from ..pipes import PROC
+from ..pipes import process_alive, signal_group, start_ticks
 from ..tasks.model import CheckRun, CheckRunning, Task
 from ..tasks.store import TaskStore
 from .bash import capped_output, child_env, run_shell
@@ -48,7 +47,7 @@ async def run_check(task: Task, ctx: ToolContext, store: TaskStore) -> CheckRun:
     at, began = store.clock(), time.monotonic()
 
     async def started(pgid: int) -> None:
-        await store.check_started(task.id, CheckRunning(pgid, os.getpid(), at))
+        await store.check_started(task.id, CheckRunning(pgid, os.getpid(), start_ticks(pgid) or ""))
 
     try:
         ran = await run_shell(
@@ -109,40 +108,9 @@ def stop_left_running(store: TaskStore) -> int:
 
 def _kill_group(running: CheckRunning) -> None:
     """Kill the check's process group if it is still the check's: while any process of a
-    group lives, its id is never handed to a new process, so only a leader that is alive
-    and started later than the check is someone else's."""
-    leader = PROC / str(running.pgid) / "stat"
-    try:
-        if leader.exists() and _started_after(leader, running.started):
-            return
-        os.killpg(running.pgid, signal.SIGKILL)
-    except (OSError, ValueError):
+    group lives, its id is never handed to a new process, so only a live leader that
+    started at another moment than the check's shell is someone else's."""
+    now = start_ticks(running.pgid)
+    if now is not None and running.ticks and now != running.ticks:
         return
-
-
-def _started_after(stat: Path, when: float) -> bool:
-    """Whether the process whose /proc stat this is started after `when` (a wall-clock time)."""
-    fields = stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
-    ticks = int(fields[19])  # starttime, field 22 of the line
-    boot = _boot_time()
-    return boot is not None and boot + ticks / os.sysconf("SC_CLK_TCK") > when + 1.0
-
-
-def _boot_time() -> float | None:
-    try:
-        for line in (PROC / "stat").read_text(encoding="ascii").splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0
-    return pid > 0
+    signal_group(running.pgid, signal.SIGKILL)

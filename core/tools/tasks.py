@@ -440,12 +440,7 @@ async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
         raise ToolError("a sub-agent cannot rewrite the whole list; use TaskUpdate on your task and TaskCreate")
     items = args.items()
     passed, notes = await _todo_checks(store, items, ctx)
-    everything = [i.content.strip() for i in items]
-
-    def preview(tasks: tuple[Task, ...], next_id: int) -> tuple[Task, ...]:
-        return rules.replace_all(tasks, next_id, items, store.clock(), everything)[0]
-
-    await _ask_hooks(ctx, store, preview)
+    await _ask_hooks(ctx, store, lambda tasks, next_id: _todo_preview(tasks, next_id, items, store.clock()))
     outcome = await _attempt(store.replace_all(items, passed))
     ctx.emit(TasksUpdated(store.snapshot()))
     counts = {s: sum(1 for t in outcome.tasks if t.status == s) for s in ("completed", "in_progress", "pending")}
@@ -466,7 +461,10 @@ async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
 async def _todo_checks(store: TaskStore, items: Sequence[TodoItem], ctx: ToolContext) -> tuple[list[str], list[str]]:
     """Run the check of each item this TodoWrite completes (matched to its task by content):
     the contents whose checks passed and a note for each; a failing one refuses the call."""
-    preview, _, _ = await _attempt(_replace_preview(store, items))
+    try:
+        preview = _todo_preview(store.snapshot(), store.next_id, items, store.clock())
+    except StoreError as exc:
+        raise ToolError(str(exc)) from exc
     before = {t.id: t for t in store.snapshot()}
     passed: list[str] = []
     notes: list[str] = []
@@ -488,9 +486,9 @@ async def _todo_checks(store: TaskStore, items: Sequence[TodoItem], ctx: ToolCon
     return passed, notes
 
 
-async def _replace_preview(store: TaskStore, items: Sequence[TodoItem]) -> tuple[tuple[Task, ...], int, object]:
-    everything = [i.content.strip() for i in items]
-    return rules.replace_all(store.snapshot(), store.next_id, items, store.clock(), everything)
+def _todo_preview(tasks: tuple[Task, ...], next_id: int, items: Sequence[TodoItem], now: float) -> tuple[Task, ...]:
+    """The list a TodoWrite of `items` would make, as if every check it runs passed."""
+    return rules.replace_all(tasks, next_id, items, now, [i.content.strip() for i in items])[0]
 
 
 # --- what a call does to checks: the gate asks about each (core/engine/batch.py) ---------
@@ -517,10 +515,8 @@ def _update_commands(args: TaskUpdateArgs, ctx: ToolContext) -> list[tuple[str, 
 def _todo_commands(args: TodoWriteArgs, ctx: ToolContext) -> list[tuple[str, str]]:
     if ctx.tasks is None:
         return []
-    items = args.items()
-    everything = [i.content.strip() for i in items]
     try:
-        after = rules.replace_all(ctx.tasks.snapshot(), ctx.tasks.next_id, items, 0.0, everything)[0]
+        after = _todo_preview(ctx.tasks.snapshot(), ctx.tasks.next_id, args.items(), 0.0)
     except StoreError:
         return []
     return check_commands(ctx.tasks.snapshot(), after)
