@@ -217,3 +217,38 @@ async def test_a_subject_over_the_limit_in_the_panel_is_refused_and_kept_to_shor
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(screen.runtime.store.snapshot()) == 1)
         assert not add.display
+
+
+async def test_v_sets_edits_and_removes_a_check_and_the_model_is_told(project: Path) -> None:
+    app = review_app(project, [{"text": "Noted."}])
+    async with app.run_test(size=SIZE) as pilot:
+        await run_three(pilot)
+        screen = main_screen(app)
+        store = screen.runtime.store
+        await focus_task(pilot, 1)
+        await pilot.press("v")
+        await pilot.pause()
+        add = screen.panel.query_one("#task-add", Input)
+        assert add.has_focus and add.value == ""
+        await pilot.press(*"python -m pytest -q", "enter")
+        await wait_until(pilot, lambda: store.get("2").verify == "python -m pytest -q")  # type: ignore[union-attr]
+        await wait_settled(pilot)
+        row = list(screen.panel.list_view.query_children(TaskItem))[1]
+        assert str(row.query_one(".task-check", Static).render()) == "⚙ python -m pytest -q"
+        await pilot.press("v")  # the input holds the check, to edit
+        await pilot.pause()
+        assert add.value == "python -m pytest -q"
+        await pilot.press(*" tests", "enter")
+        await wait_until(pilot, lambda: store.get("2").verify == "python -m pytest -q tests")  # type: ignore[union-attr]
+        await send(pilot, "what now?")
+        await turn_done(pilot)
+        told = [m for m in screen.runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+        assert len(told) == 1 and "set #2's check to `python -m pytest -q tests`" in str(told[0]["content"])
+        await focus_task(pilot, 1)
+        await pilot.press("v")
+        await pilot.pause()
+        add.value = ""  # emptied: the check goes
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: store.get("2").verify == "")  # type: ignore[union-attr]
+        await pilot.press("u")
+        await wait_until(pilot, lambda: store.get("2").verify == "python -m pytest -q tests")  # type: ignore[union-attr]

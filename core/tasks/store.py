@@ -451,6 +451,21 @@ class TaskStore:
 
         return await self._mutate(step)
 
+    async def user_set_check(self, task_id: str, command: str) -> Task:
+        """The person set, changed or (`""`) removed a task's check in the panel (`v`).
+        Theirs to set without a question; deny rules still refuse it when it runs."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            before = rules.find(tasks, task_id)
+            task = rules.with_check(before, command.strip(), f"#{task_id}")
+            if task.verify == before.verify:
+                return _Change(tasks, next_id, task)
+            new = tuple(task if t.id == task_id else t for t in tasks)
+            log = f"set #{task_id}'s check to `{task.verify}`" if task.verify else f"removed #{task_id}'s check"
+            return _Change(new, next_id, task, log, entry=_person(log, tasks, task_id))
+
+        return await self._mutate(step)
+
     async def user_undo(self) -> str:
         """Undo the person's latest list edit not undone yet (itself recorded); returns
         what was undone. StoreError when there is none."""

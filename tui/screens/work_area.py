@@ -1,5 +1,5 @@
 """The work area of the main screen: the task panel beside the conversation, and what the
-person does to the plan there (add, edit, move, delete, undo; review and rewind a task).
+person does to the plan there (add, edit, set a check, move, delete, undo; review and rewind a task).
 
 The panel only posts messages (`TaskPanel.Add`, `.Rewind`, …); they bubble here, where
 they become task store edits (`user_*`) or `Runtime` calls, and the panel is redrawn from
@@ -65,6 +65,10 @@ class WorkArea(Vertical):
     @on(TaskPanel.Rename)
     async def _task_rename(self, event: TaskPanel.Rename) -> None:
         await self._edit_tasks(self.runtime.store.user_rename(event.task_id, event.subject))
+
+    @on(TaskPanel.SetCheck)
+    async def _task_check(self, event: TaskPanel.SetCheck) -> None:
+        await self._edit_tasks(self.runtime.store.user_set_check(event.task_id, event.command))
 
     async def _edit_tasks(self, edit: Awaitable[object]) -> None:
         try:

@@ -168,6 +168,7 @@ class TaskListView(ListView):
         Binding("shift+down,J", "move(1)", "Move down", tooltip="Move the highlighted task down", show=False),
         # e and u are in the panel's help line; the footer keeps room for the app's keys.
         Binding("e", "edit", "Edit", tooltip="Edit the highlighted task's subject", show=False),
+        Binding("v", "check", "Check", tooltip="Set, edit or remove the command that proves the highlighted task"),
         Binding("enter", "changes", "Changes", tooltip="Show what the highlighted task changed, as one diff"),
         Binding("r", "rewind", "Rewind", tooltip="Put the files the highlighted task changed back as they were"),
         Binding("u", "undo", "Undo", tooltip="Undo your last change to the list", show=False),
@@ -203,6 +204,11 @@ class TaskListView(ListView):
         task = self._highlighted_task()
         if task is not None:
             self.query_ancestor(TaskPanel).open_edit(task)
+
+    def action_check(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.query_ancestor(TaskPanel).open_check(task)
 
     def action_changes(self) -> None:
         task = self._highlighted_task()
@@ -271,6 +277,13 @@ class TaskPanel(Vertical):
 
         task_id: str
         subject: str
+
+    @dataclass
+    class SetCheck(Message):
+        """The person set or edited a task's check (`v`); an empty command removes it."""
+
+        task_id: str
+        command: str
 
     @dataclass
     class ShowChanges(Message):
@@ -344,7 +357,9 @@ class TaskPanel(Vertical):
         self.changes: Mapping[str, str] = {}
         """Per task id, what it changed (`2 files · +14 −3`)."""
         self._editing: str | None = None
-        """The task whose subject the input edits; None while it adds a task."""
+        """The task whose subject (or check) the input edits; None while it adds a task."""
+        self._editing_check = False
+        """Whether the input edits `_editing`'s check rather than its subject."""
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
         self.agents: dict[str, AgentRow] = {}
@@ -358,7 +373,7 @@ class TaskPanel(Vertical):
         # Not selected on focus: `e` puts the cursor after the subject, so typing edits it.
         yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add", select_on_focus=False)
         yield Static(
-            "a add · e edit · space tick · d delete · J/K move · enter changes · r rewind · u undo · "
+            "a add · e edit · v check · space tick · d delete · J/K move · enter changes · r rewind · u undo · "
             "o agent · x stop agent",
             id="task-help",
             markup=False,
@@ -486,17 +501,25 @@ class TaskPanel(Vertical):
 
     def open_add(self) -> None:
         add = self.query_one("#task-add", Input)
-        self._editing = None
+        self._editing, self._editing_check = None, False
         add.placeholder = "New task: enter adds, esc cancels"
         add.display = True
         add.focus()
 
     def open_edit(self, task: Task) -> None:
         """`e`: the same input, holding the task's subject, edits it in place."""
+        self._open_input(task.id, task.subject, f"Subject of #{task.id}: enter saves, esc cancels")
+
+    def open_check(self, task: Task) -> None:
+        """`v`: the same input, holding the task's check, sets, edits or (emptied) removes it."""
+        self._open_input(task.id, task.verify, f"Check of #{task.id} (a command): enter saves, empty removes")
+        self._editing_check = True
+
+    def _open_input(self, task_id: str, value: str, placeholder: str) -> None:
         add = self.query_one("#task-add", Input)
-        self._editing = task.id
-        add.placeholder = f"Subject of #{task.id}: enter saves, esc cancels"
-        add.value = task.subject
+        self._editing, self._editing_check = task_id, False
+        add.placeholder = placeholder
+        add.value = value
         add.display = True
         add.focus()
         add.cursor_position = len(add.value)
@@ -506,7 +529,7 @@ class TaskPanel(Vertical):
         add = self.query_one("#task-add", Input)
         add.value = ""
         add.display = False
-        self._editing = None
+        self._editing, self._editing_check = None, False
 
     def _close_add(self) -> None:
         self.close_add()
@@ -516,6 +539,10 @@ class TaskPanel(Vertical):
     def _submit_add(self, event: Input.Submitted) -> None:
         event.stop()
         subject, editing = event.value.strip(), self._editing
+        if editing is not None and self._editing_check:
+            self._close_add()
+            self.post_message(self.SetCheck(editing, subject))
+            return
         if len(subject) > MAX_LABEL:  # the store would refuse it: say so, and keep what was typed to shorten
             self.notify(
                 f"A task's subject is at most {MAX_LABEL} characters; this one is {len(subject):,}.",
