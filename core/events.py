@@ -276,11 +276,39 @@ class TurnEnd:
 
     `max_turns`: the model made `max_turns` requests in this turn; `length`: the answer was
     cut at the output limit; `loop`: the model repeated the same tool call and was stopped;
-    `blocked`: a `UserPromptSubmit` hook kept the prompt from being sent.
+    `blocked`: a `UserPromptSubmit` hook kept the prompt from being sent; `goal`: a goal's
+    budget (`goal_max_turns`, `goal_max_tokens`, `goal_max_minutes`) ran out before it was reached.
     """
 
-    reason: Literal["done", "interrupted", "rejected", "blocked", "error", "max_turns", "length", "loop"]
+    reason: EndReason
     final_text: str = ""
+
+
+EndReason = Literal["done", "interrupted", "rejected", "blocked", "error", "max_turns", "length", "loop", "goal"]
+
+
+@dataclass(frozen=True)
+class GoalProgress:
+    """Where a goal (`/goal`, `--goal`) stands: sent when it starts, as its numbers change,
+    and when it ends (`state`). `verified` counts completed tasks whose check passed;
+    `unchecked`, completed tasks without a check (completed, not verified)."""
+
+    goal: str
+    total: int
+    completed: int
+    verified: int
+    unchecked: int
+    requests: int
+    tokens: int
+    seconds: float
+    state: Literal["running", "reached", "stopped"] = "running"
+
+    def label(self) -> str:
+        """`goal 3/5 verified · 12 min · 210k tok` (the status line; `2 without a check` when some are)."""
+        tokens = f"{self.tokens / 1000:.0f}k" if self.tokens >= 1000 else str(self.tokens)
+        unchecked = f" · {self.unchecked} without a check" if self.unchecked else ""
+        minutes = f"{self.seconds / 60:.0f} min"
+        return f"goal {self.verified}/{self.total} verified{unchecked} · {minutes} · {tokens} tok"
 
 
 Event = (
@@ -301,6 +329,7 @@ Event = (
     | Compacted
     | Error
     | TurnEnd
+    | GoalProgress
     | AgentStarted
     | AgentEvent
     | AgentFinished

@@ -41,6 +41,7 @@ from .changes.recorder import attribution_observer, change_observers
 from .engine.instructions import build_system_context, describe_loaded
 from .engine.loop import Agent, AgentOptions
 from .events import Event, Notice
+from .goal import GoalLimits, GoalRun
 from .hooks.code import HookCode
 from .hooks.runner import HookRunner, hook_environment
 from .hooks.spec import HookSpec
@@ -244,6 +245,8 @@ class Runtime:
         self.counter = TokenCounter()
         self.server: ServerInfo | None = None
         self.server_notices: list[Notice] = []
+        self.goal: GoalRun | None = None
+        """The goal of `/goal` or `--goal`, the latest one (`goal.over` once it ended)."""
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
         self._results_rule: Rule | None = None
@@ -638,11 +641,22 @@ class Runtime:
         """`/compact [focus]`, run like a turn."""
         return self.agent.compact(focus)
 
+    def run_goal(self, goal: str) -> AsyncGenerator[Event, None]:
+        """`/goal [TEXT]`, `--goal`: turns until every task is completed and every check
+        passes, or a goal budget ends it (`core/goal.py`); empty: the current list is the goal."""
+        config = self.config
+        limits = GoalLimits(config.goal_max_turns, config.goal_max_tokens, config.goal_max_minutes)
+        self.goal = GoalRun(self.agent, self.store, goal, limits)
+        return self.goal.run()
+
     def interrupt(self) -> bool:
-        """End the running turn as soon as possible. False when none runs in the core (the
-        front end may still be waiting for its first event)."""
+        """End the running turn (and the goal it serves) as soon as possible. False when
+        none runs in the core (the front end may still be waiting for its first event)."""
+        goal = self.goal
+        if goal is not None:
+            goal.stop()
         if not self.agent.busy:
-            return False
+            return goal is not None and not goal.over
         self.agent.interrupt()
         return True
 

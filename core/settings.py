@@ -70,6 +70,9 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "max_parallel_agents": int,
     "agent_max_turns": int,
     "check_timeout": (int, float),
+    "goal_max_turns": int,
+    "goal_max_tokens": int,
+    "goal_max_minutes": (int, float),
     "task_list": str,
     "request_retries": int,
     "request_retry_wait": (int, float),
@@ -253,6 +256,9 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_parallel_agents": _when(lambda v: 1 <= v <= 16, "'max_parallel_agents' must be between 1 and 16"),
     "agent_max_turns": _when(lambda v: v >= 1, "'agent_max_turns' must be >= 1"),
     "check_timeout": _when(lambda v: 1 <= v <= 3600, "'check_timeout' must be 1 to 3600 seconds"),
+    "goal_max_turns": _when(lambda v: v >= 1, "'goal_max_turns' must be >= 1"),
+    "goal_max_tokens": _when(lambda v: v >= 0, "'goal_max_tokens' must be >= 0 (0: no limit)"),
+    "goal_max_minutes": _when(lambda v: v >= 0, "'goal_max_minutes' must be >= 0 (0: no limit)"),
     "task_list": _when(valid_list_name, "'task_list' must be letters, digits, '.', '_' or '-'"),
     "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
     "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
@@ -298,6 +304,12 @@ class Config:
     """A sub-agent's model requests when its `Agent` call does not say."""
     check_timeout: float = 600.0
     """Seconds a task's check (`verify`) may run before it is killed."""
+    goal_max_turns: int = 200
+    """Model requests across a whole goal (`/goal`, `--goal`), sub-agents' included."""
+    goal_max_tokens: int = 0
+    """Tokens (prompt and completion, summed over its requests) a goal may spend; 0: no limit."""
+    goal_max_minutes: float = 0.0
+    """Minutes a goal may run; 0: no limit."""
     task_list: str | None = None
     """A shared task list's name (`--task-list`, `TODO_AGENT_TASK_LIST`): the session
     works that list instead of its own, with every other process using it."""
@@ -482,6 +494,9 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.max_parallel_agents = data.get("max_parallel_agents", config.max_parallel_agents)
     config.agent_max_turns = data.get("agent_max_turns", config.agent_max_turns)
     config.check_timeout = float(data.get("check_timeout", config.check_timeout))
+    config.goal_max_turns = data.get("goal_max_turns", config.goal_max_turns)
+    config.goal_max_tokens = data.get("goal_max_tokens", config.goal_max_tokens)
+    config.goal_max_minutes = float(data.get("goal_max_minutes", config.goal_max_minutes))
     config.task_list = data.get("task_list", config.task_list)
     config.request_retries = data.get("request_retries", config.request_retries)
     config.request_retry_wait = float(data.get("request_retry_wait", config.request_retry_wait))

@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     parser.add_argument(
+        "--goal",
+        action="store_true",
+        help="with -p: the prompt is a goal; work until every task is completed and every check passes (exit 6: "
+        "a goal budget ran out first)",
+    )
+    parser.add_argument(
         "--max-turns", type=_positive, metavar="N", help="stop a turn after N model requests (default 200)"
     )
     parser.add_argument(
@@ -143,6 +149,8 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
     except SettingsError as exc:  # running without the deny rules it may hold is worse than not running
         return fail(f"{exc}\nFix that settings file (or move it away): todo-agent does not start without its rules.")
     config.demo = args.demo
+    if args.goal and args.prompt is None:
+        return fail("--goal goes with -p PROMPT (the prompt is the goal); in the app, type /goal TEXT")
     if args.prompt is not None:
         return run_print(config, args)
     from todo_agent.tui.app import run_app
@@ -188,7 +196,9 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
     if "\ufffd" in prompt and "\ufffd" not in raw.decode("utf-8", "ignore"):
         print("todo-agent: the prompt is not valid UTF-8; its undecodable bytes became U+FFFD", file=sys.stderr)
     try:
-        return asyncio.run(_until_stopped(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr)))
+        return asyncio.run(
+            _until_stopped(run_headless(runtime, prompt, args.output_format, sys.stdout, sys.stderr, goal=args.goal))
+        )
     except SessionError as exc:  # the transcript cannot be written (a full or read-only disk)
         print(f"todo-agent: {exc}", file=sys.stderr)
         return 1

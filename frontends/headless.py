@@ -17,7 +17,8 @@ JSON output carries the text exactly, with every control character escaped.
 Exit status (`reason`): 0 done; 1 error (or a rejected call, or a prompt a
 `UserPromptSubmit` hook blocked: `blocked`); 3 `max_turns` (stopped after `--max-turns`
 model requests); 4 `length` (the answer was cut at the output limit); 5 `loop` (the
-repeated-call guard stopped the model); 130 interrupted; 141 the reader of stdout went
+repeated-call guard stopped the model); 6 `goal` (with `--goal`: a goal budget ran out before
+every task was completed and every check passed); 130 interrupted; 141 the reader of stdout went
 away. (2 is a usage or configuration error, and 129/143 a SIGHUP/SIGTERM that stopped
 the run, from `frontends/cli.py`.)
 
@@ -61,6 +62,7 @@ from todo_agent.core.events import (
     Compacted,
     Error,
     Event,
+    GoalProgress,
     HookResult,
     Notice,
     Retrying,
@@ -69,11 +71,12 @@ from todo_agent.core.events import (
     Usage,
 )
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "interrupted": 130}
+EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "goal": 6, "interrupted": 130}
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class _Tally:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     last_listing: str = ""
+    goal: GoalProgress | None = None
 
     def feed(self, event: Event) -> None:
         if isinstance(event, AgentEvent):
@@ -107,17 +111,16 @@ class _Tally:
         elif isinstance(event, Error):
             self.errors.append(event.message)
             print(f"todo-agent: error: {sanitize(event.message)}", file=self.err)
-        elif isinstance(event, Notice) and event.level != "info":
+        elif isinstance(event, Notice) and (event.level != "info" or event.text.startswith("goal ")):
+            # A goal's own notices too: `goal not reached (1/3 verified): the model is sent back to work (2)`.
             print(f"todo-agent: {sanitize(event.text)}", file=self.err)
         elif (isinstance(event, HookResult) and event.noteworthy) or isinstance(event, Retrying):
             # `todo-agent: server busy (HTTP 503): loading model — retrying in 8 s (3 of 6)`
             print(f"todo-agent: {sanitize(event.describe())}", file=self.err)
         elif isinstance(event, Attached) and event.note:  # `@path` that could not go with the prompt
             print(f"todo-agent: @{sanitize(event.path)}: {sanitize(event.note)}", file=self.err)
-        elif isinstance(event, Usage):
-            self.count(event)
-        elif isinstance(event, TurnEnd):
-            self.end = event
+        elif isinstance(event, Usage | TurnEnd | GoalProgress):
+            self._record(event)
         elif isinstance(event, Compacted):
             print(
                 f"todo-agent: compacted the conversation ({event.trigger}): "
@@ -129,6 +132,14 @@ class _Tally:
             if listing != self.last_listing:  # per-call attribution updates change no line here
                 print(sanitize(listing), file=self.err)
                 self.last_listing = listing
+
+    def _record(self, event: Usage | TurnEnd | GoalProgress) -> None:
+        if isinstance(event, Usage):
+            self.count(event)
+        elif isinstance(event, TurnEnd):
+            self.end = event
+        else:
+            self.goal = event
 
     def count(self, usage: Usage) -> None:
         self.prompt_tokens += usage.prompt_tokens
@@ -183,9 +194,12 @@ class _Output:
         self.write(json_safe(json.dumps(data, ensure_ascii=False)) + "\n")
 
 
-async def run_headless(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+async def run_headless(
+    runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO, *, goal: bool = False
+) -> int:
+    """`goal`: the prompt is a goal (`--goal`): turns until the plan is proven (`core/goal.py`)."""
     try:
-        return await _run(runtime, prompt, output_format, out, err)
+        return await _run(runtime, prompt, output_format, out, err, goal=goal)
     finally:  # however the run ends (SIGTERM, ctrl+c included): no server is left running
         await asyncio.shield(runtime.stop_mcp())
 
@@ -202,7 +216,9 @@ async def _connect_mcp(runtime: Runtime, err: TextIO) -> None:
         print(sanitize(f"todo-agent: MCP server {server.name} is not available: {why}{last}"), file=err)
 
 
-async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO) -> int:
+async def _run(
+    runtime: Runtime, prompt: str, output_format: OutputFormat, out: TextIO, err: TextIO, *, goal: bool
+) -> int:
     streaming = output_format == "stream-json"
     output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
@@ -218,7 +234,7 @@ async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: 
         if streaming:
             output.json(event_to_json(event))
         tally.feed(event)
-    async with aclosing(runtime.run_turn(prompt)) as events:
+    async with aclosing(runtime.run_goal(prompt) if goal else runtime.run_turn(prompt)) as events:
         async for event in events:
             if streaming:
                 output.json(event_to_json(event))
@@ -242,13 +258,26 @@ async def _run(runtime: Runtime, prompt: str, output_format: OutputFormat, out: 
                 "session_id": runtime.session_id,
                 "usage": _usage(runtime, tally),
                 "mcp_servers": runtime.mcp_report(),
-                # Each task with the files it changed (path, created/modified/deleted, lines +/−).
-                "tasks": [{**dataclasses.asdict(t), "files": runtime.files_changed(t.id)} for t in runtime.tasks()],
+                # Each task with the files it changed (path, created/modified/deleted, lines +/−),
+                # whether its check verified it, and its check's last run (None: never ran).
+                "tasks": [_task_result(runtime, t) for t in runtime.tasks()],
                 # Each sub-agent of the session: how it ended, what it changed, what it cost.
                 "agents": runtime.agent_results(),
+                # `--goal`: where it ended (verified, completed, requests, tokens, seconds, state).
+                **({"goal": dataclasses.asdict(tally.goal)} if tally.goal is not None else {}),
             }
         )
     return PIPE_CLOSED if output.closed else code
+
+
+def _task_result(runtime: Runtime, task: Task) -> dict[str, Any]:
+    last = task.last_check
+    return {
+        **dataclasses.asdict(task),
+        "verified": task.verified,
+        "last_check": dataclasses.asdict(last) | {"passed": last.passed} if last is not None else None,
+        "files": runtime.files_changed(task.id),
+    }
 
 
 def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:

@@ -40,6 +40,9 @@ class RecordingHost:
     def start_compact(self, focus: str) -> None:
         self.calls.append("start_compact")
 
+    async def start_goal(self, goal: str) -> None:
+        self.calls.append("start_goal")
+
     async def cycle_mode(self) -> None:
         self.calls.append("cycle_mode")
 

@@ -11,6 +11,7 @@ from todo_agent.core.events import (
     Compacting,
     Error,
     Event,
+    GoalProgress,
     Notice,
     ResponseDiscarded,
     Retrying,
@@ -67,6 +68,9 @@ class RecordingUI:
 
     def turn_ended(self, reason: str) -> None:
         self.calls.append(("ended", reason))
+
+    def show_goal(self, progress: GoalProgress) -> None:
+        self.calls.append(("goal", progress.label()))
 
 
 async def run(*events: Event) -> list[tuple[str, Any]]:
@@ -184,3 +188,8 @@ async def test_a_compaction_shows_activity_then_a_notice_with_tokens() -> None:
     assert isinstance(notice, NoticeEntry)
     assert notice.text == "compacted the conversation (/compact): 6,712 → 2,104 tokens; 24 messages summarised, 6 kept"
     assert calls[2] == ("usage", (2104, 0, True))
+
+
+async def test_goal_progress_goes_to_the_status_line() -> None:
+    progress = GoalProgress("ship it", 5, 4, 3, 1, 40, 210_400, 12 * 60 + 5)
+    assert await run(progress) == [("goal", "goal 3/5 verified · 1 without a check · 12 min · 210k tok")]

@@ -19,6 +19,7 @@ from todo_agent.core.events import (
     AgentEvent,
     AgentFinished,
     AgentStarted,
+    GoalProgress,
     ReasoningDelta,
     TasksUpdated,
     TextDelta,
@@ -138,6 +139,9 @@ class AgentTranscript:
 
     def turn_ended(self, reason: str) -> None:
         pass
+
+    def show_goal(self, progress: GoalProgress) -> None:
+        pass  # a goal is the main agent's
 
     def count_down(self, say: Callable[[float], str], seconds: float) -> None:
         pass  # its retry is a notice in its transcript; the status line counts the main agent's waits

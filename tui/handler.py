@@ -22,6 +22,7 @@ from todo_agent.core.events import (
     Compacting,
     Error,
     Event,
+    GoalProgress,
     HookResult,
     Notice,
     ReasoningDelta,
@@ -85,6 +86,9 @@ class ConversationUI(Protocol):
 
     def turn_ended(self, reason: str) -> None:
         """The turn is over: stop spinners, give the prompt back."""
+
+    def show_goal(self, progress: GoalProgress) -> None:
+        """Where the running goal stands (the status line: `goal 3/5 verified · 12 min · 210k tok`)."""
 
     async def agent_update(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
         """A sub-agent started, did something in its own turn, or ended."""
@@ -173,6 +177,8 @@ class EventHandler:
                 await self._notice(event)
             case Usage():
                 self.ui.show_usage(event)
+            case GoalProgress():
+                self.ui.show_goal(event)
             case Error(message=message):
                 await self.ui.add_entry(NoticeEntry(message, "error"))
             case TurnEnd(reason=reason):

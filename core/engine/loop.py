@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 from ..events import (
     AssistantMessage,
     Compacted,
+    EndReason,
     Error,
     Event,
     Notice,
@@ -148,9 +149,26 @@ class Agent:
 
     # --- public ---------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
-        """Run one user turn. Consume with `async with aclosing(agent.run_turn(p))`."""
-        async for event in self._run(self._turn(prompt)):
+    async def run_turn(
+        self, prompt: str, *, note: str = "", limit: TurnLimit | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Run one user turn. Consume with `async with aclosing(agent.run_turn(p))`.
+        `note`: a message of the harness's sent after the prompt (a goal's terms);
+        `limit`: a bound from outside the turn (a goal's budgets)."""
+        async for event in self._run(self._turn(prompt, note, limit)):
+            yield event
+
+    async def continue_turn(self, content: str, limit: TurnLimit | None = None) -> AsyncGenerator[Event, None]:
+        """A turn the harness starts with `content` (a goal sending the model back): no
+        prompt hooks, commands or `@` mentions, as the person wrote none of it."""
+        turn = _Turn({"role": "user", "content": content}, RepeatGuard(self.options.repeat_limit), limit=limit)
+
+        async def body() -> AsyncIterator[Event]:
+            self.append(turn.prompt)
+            async for event in self._steps(turn):
+                yield event
+
+        async for event in self._run(body()):
             yield event
 
     async def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
@@ -218,7 +236,7 @@ class Agent:
 
     # --- the turn -------------------------------------------------------------------
 
-    async def _turn(self, prompt: str) -> AsyncIterator[Event]:
+    async def _turn(self, prompt: str, note: str, limit: TurnLimit | None) -> AsyncIterator[Event]:
         gate = await run_gates(self.lifecycle.before_prompt, prompt)
         for event in gate.events:
             yield event
@@ -242,9 +260,10 @@ class Agent:
             RepeatGuard(self.options.repeat_limit),
             model=prepared.model,
             allow=tuple(Rule.parse(rule) for rule in prepared.allow),
+            limit=limit,
         )
         self.append(turn.prompt)
-        for content in prepared.follow:
+        for content in [*prepared.follow, *([note] if note else [])]:
             self.append({"role": "user", "content": content})
         if gate.context:
             self.append({"role": "user", "content": gate.context})
@@ -253,8 +272,9 @@ class Agent:
 
     async def _steps(self, turn: _Turn) -> AsyncIterator[Event]:
         """Requests and tool batches until the model ends the turn (and nothing continues it)."""
-        self.requests = RequestBudget(self.options.max_turns)
-        while (spent := self._spend_request()) is None:
+        limit = turn.limit
+        self.requests = RequestBudget(min(self.options.max_turns, limit.requests) if limit else self.options.max_turns)
+        while (spent := self._spend_request(limit)) is None:
             response: ModelResponse | None = None
             async for item in self._step(turn):
                 if isinstance(item, ModelResponse):
@@ -280,19 +300,25 @@ class Agent:
                 yield event
             if ended:
                 return
-        yield Notice(spent, "warning")
-        yield TurnEnd("max_turns")
+        why, reason = spent
+        yield Notice(why, "warning")
+        yield TurnEnd(reason)
 
-    def _spend_request(self) -> str | None:
+    def _spend_request(self, limit: TurnLimit | None = None) -> tuple[str, EndReason] | None:
         """Take one model request from the turn's budget (and a sub-agent's parent's); why
-        the turn stops, when none is left."""
+        the turn stops (and its `TurnEnd` reason), when none is left."""
         assert self.requests is not None
+        spent = limit.spent() if limit is not None else None
+        if spent is not None:
+            return spent, "goal"
         if not self.requests.spend():
-            return self.requests.exhausted("in this turn")
+            if limit is not None and self.requests.limit < self.options.max_turns:
+                return limit.exhausted(), "goal"
+            return self.requests.exhausted("in this turn"), "max_turns"
         shared = self.options.shared
         if shared is not None and not shared.spend(by_agent=True):
             self.requests.used -= 1  # not made after all
-            return shared.exhausted("in the parent's turn, which this sub-agent shares")
+            return shared.exhausted("in the parent's turn, which this sub-agent shares"), "max_turns"
         return None
 
     async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
@@ -325,7 +351,9 @@ class Agent:
             cut = Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning")
             return [cut, TurnEnd("length", response.content)], True
         events: list[Event] = []
-        follow_up = self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
+        # A goal's turn is judged by the goal (`core/goal.py`), which names all that is left.
+        judged = turn.limit is not None
+        follow_up = None if judged else self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
         if follow_up is None:
             stop = await run_gates(self.lifecycle.stop, StopState(response.content, turn.stops))
             events.extend(stop.events)
@@ -638,3 +666,17 @@ class _Turn:
     """How many times `stop` gates continued this turn."""
     answered: bool = False
     """Whether the model has answered anything in this turn yet."""
+    limit: TurnLimit | None = None
+    """A bound from outside the turn (a goal's budgets)."""
+
+
+@dataclass(frozen=True)
+class TurnLimit:
+    """What a goal (`core/goal.py`) bounds one of its turns by: at most `requests` model
+    requests (sub-agents' included, as they spend from the turn's budget), and `spent`,
+    asked before each request: why to stop now (tokens or minutes), or None."""
+
+    requests: int
+    spent: Callable[[], str | None]
+    exhausted: Callable[[], str]
+    """Why the turn stopped when it made its `requests`."""

@@ -321,7 +321,7 @@ def update(
         task = _own_status(task, status)
     elif status is not None:
         task = with_status(task, cast(TaskStatus, status), now)
-        if completes and verified:
+        if status == "completed" and verified:  # completing it again proves a completed one
             task = replace(task, verified_at=now)
     new = tuple(task if t.id == task_id else t for t in tasks)
     for blocked in add_blocks:

@@ -383,15 +383,16 @@ async def _run_check_first(
     store: TaskStore, wanted: str, status: str | None, fields: rules.Fields, ctx: ToolContext
 ) -> CheckRun | None:
     """The run of the task's check when this update completes a task that has one (the
-    check as the update leaves it); None when nothing needs checking."""
+    check as the update leaves it), or completes again one that is completed but not
+    verified (ticked by the person, or its check changed since); None when nothing needs checking."""
     task = store.get(wanted)
-    if task is None or status != "completed" or task.status == "completed":
+    if task is None or status != "completed":
+        return None
+    verify = task.verify if fields.verify is None else fields.verify.strip()
+    if not verify or (task.verified and verify == task.verify):  # a completed, unproven task is proven now
         return None
     if task.claim is not None and task.claim.done:
         return None  # it said so already; the settlement decides
-    verify = task.verify if fields.verify is None else fields.verify.strip()
-    if not verify:
-        return None
     if fields.verify is not None and fields.verify.strip() != task.verify:  # set in this same call
         outcome = await _attempt(store.update(wanted, verify=verify, by=ctx.agent))
         task = outcome.task

@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event, Usage
+from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event, GoalProgress, Usage
 from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
@@ -397,6 +397,16 @@ class MainScreen(Screen[None]):
         await self._draw_turn(lambda: self.runtime.run_turn(prompt))
 
     @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_goal(self, goal: str) -> None:
+        """`/goal [TEXT]`: turns, one after another, until the plan is proven (esc stops it)."""
+        self._sent = f"/goal {goal}".strip()
+        self._started = time.monotonic()
+        await self._hooks_ready.wait()
+        await self._ready.wait()
+        self.status.set_activity("thinking")
+        await self._draw_turn(lambda: self.runtime.run_goal(goal))
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_shell(self, command: str) -> None:
         """`!command`: the person's own, run now like a turn (esc kills it)."""
         self._sent = f"!{command}"
@@ -644,6 +654,20 @@ class MainScreen(Screen[None]):
         self.run_session_start("clear")
         if self.runtime.mcp.configured:  # a new session gets fresh servers (and their logs beside it)
             self._restart_mcp()
+
+    async def start_goal(self, goal: str) -> None:
+        if self._refuse_while_busy("start a goal"):
+            return
+        if not goal and not self.runtime.tasks():
+            text = "The task list is empty: /goal TEXT names the goal, and the model plans it first."
+            await self.conversation.add(NoticeEntry(text, "warning"))
+            return
+        self.status.busy = True
+        self.panel.working = True
+        self._turn = self.run_goal(goal)
+
+    def show_goal(self, progress: GoalProgress) -> None:
+        self.status.set_goal(progress.label() if progress.state == "running" else "")
 
     def start_compact(self, focus: str) -> None:
         if self.busy:  # sub-agents may be at work for minutes: compact before the next request

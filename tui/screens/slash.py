@@ -7,6 +7,7 @@ for the rest. What is screen state (a turn, the drawn session) stays on the scre
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from todo_agent.core.permissions.modes import MODES
@@ -35,6 +36,9 @@ class CommandHost(Protocol):
 
     def start_compact(self, focus: str) -> None: ...
 
+    async def start_goal(self, goal: str) -> None:
+        """`/goal [TEXT]`: turns until the plan is proven (`core/goal.py`)."""
+
     async def cycle_mode(self) -> None: ...
 
     async def show_mode(self) -> None:
@@ -61,23 +65,19 @@ async def run_slash(host: CommandHost, text: str) -> None:
     if parsed is None:
         return
     command, argument = parsed
+    read = _READ_ARGUMENT.get(command.name)
+    if read is not None:
+        await read(host, argument)
+        return
     match command.name:
-        case "/todos":
-            await _todos(host, argument)
         case "/new":
             await host.new_session()
         case "/resume":
             host.choose_session()
         case "/compact":
             host.start_compact(argument)
-        case "/mode":
-            await _mode(host, argument)
-        case "/model":
-            await _model(host, argument)
-        case "/effort":
-            await _effort(host, argument)
-        case "/mcp":
-            await _mcp(host, argument)
+        case "/goal":
+            await host.start_goal(argument)
         case "/help":
             await host.say(PlainEntry(help_text(host.custom_slash_commands()), "help"))
         case "/quit":
@@ -190,3 +190,13 @@ async def _model(host: CommandHost, argument: str) -> None:
     if argument:
         host.switch_model(argument)
     await host.say(NoticeEntry(f"model: {runtime.model_name}"))
+
+
+_READ_ARGUMENT: dict[str, Callable[[CommandHost, str], Awaitable[None]]] = {
+    "/todos": _todos,
+    "/mode": _mode,
+    "/model": _model,
+    "/effort": _effort,
+    "/mcp": _mcp,
+}
+"""Commands whose argument is read here before the screen is asked."""

@@ -1,5 +1,6 @@
-"""The status line: activity on the left; model, permission mode, MCP servers (`mcp 2/3`,
-when any is configured) and context use on the right.
+"""The status line: activity on the left, then a running goal (`goal 3/5 verified · 12 min ·
+210k tok`); model, permission mode, MCP servers (`mcp 2/3`, when any is configured) and
+context use on the right.
 
 When the full line does not fit it drops its key hints (`(shift+tab)`, `esc to
 interrupt`) and shortens the approval wait; then a long model name is cut with an
@@ -99,6 +100,7 @@ class StatusLine(Horizontal):
         & > Spinner { margin-right: 1; }
         & > Static { text-wrap: nowrap; text-overflow: ellipsis; }
         & > #status-activity { width: 1fr; }
+        & > #status-goal { width: auto; margin-left: 2; color: $text-accent; display: none; }
         & > #status-model { width: auto; margin-left: 2; color: $text; }
         & > #status-mode { width: auto; margin-left: 2; }
         & > #status-mode.-acceptEdits { color: $text-warning; }
@@ -133,6 +135,7 @@ class StatusLine(Horizontal):
         self._model_name = ""
         self._context_text = ""
         self._mcp_text = ""
+        self._goal_text = ""
 
     def compose(self) -> ComposeResult:
         # The fullest idle wording until `_fit` knows the width: the first frame is drawn
@@ -140,6 +143,7 @@ class StatusLine(Horizontal):
         mode = self._first_mode
         yield Spinner(spinning=False)
         yield Static(self._activity, id="status-activity", markup=False)
+        yield Static("", id="status-goal", markup=False)
         yield Static("", id="status-model", markup=False)
         yield Static(f"{MODE_LABELS.get(mode, mode)} (shift+tab)", id="status-mode", classes=f"-{mode}", markup=False)
         yield Static("", id="status-mcp", markup=False)
@@ -153,6 +157,14 @@ class StatusLine(Horizontal):
     def set_context(self, used: int, window: int | None) -> None:
         self._context_text = context_label(used, window)
         self.query_one("#status-context", Static).update(self._context_text)
+        self._fit()
+
+    def set_goal(self, text: str) -> None:
+        """`goal 3/5 verified · 12 min · 210k tok` while a goal runs; empty: none."""
+        self._goal_text = text
+        label = self.query_one("#status-goal", Static)
+        label.update(text)
+        label.display = bool(text)
         self._fit()
 
     def set_usage_detail(self, text: str) -> None:
@@ -255,6 +267,7 @@ class StatusLine(Horizontal):
         room = self.size.width - (2 if self.busy else 0)  # the spinner and its margin
         room -= cell_len(self._context_text) + 2  # 2: the margin before it (and below)
         room -= cell_len(self._mcp_text) + 2 if self._mcp_text else 0
+        room -= cell_len(self._goal_text) + 2 if self._goal_text else 0
         wordings = self._wordings()
 
         def needs(w: _Wording) -> int:
