@@ -11,7 +11,7 @@ from test_task_checks import CHECK, CHECK_PY, update
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
 from todo_agent.core.goal import TERMS
-from todo_agent.tui.transcript import NoticeEntry
+from todo_agent.tui.transcript import AssistantEntry, NoticeEntry
 from todo_agent.tui.widgets.task_panel import TaskItem
 
 
@@ -44,6 +44,8 @@ async def test_goal_runs_to_verified_without_another_prompt_and_the_status_line_
         notices = [e.text for e in screen.conversation.entries if isinstance(e, NoticeEntry)]
         assert "goal not reached (0/1 verified): the model is sent back to work (1)" in notices
         assert "goal reached: 1/1 verified" in notices
+        answers = [e.text for e in screen.conversation.entries if isinstance(e, AssistantEntry)]
+        assert answers == ["I think it is fine.", "Fixed and proven."]  # each once: the goal's standing cuts none
         (row,) = screen.panel.list_view.query_children(TaskItem)
         assert row.task_value.verified and row.has_class("-verified")
         assert [m["content"] for m in screen.runtime.history if m["content"] == TERMS] == [TERMS]

@@ -44,8 +44,9 @@ TURN_END_NOTICES: dict[str, NoticeEntry] = {
     "rejected": NoticeEntry("Stopped: you declined the tool call. Tell todo-agent what to do instead.", "warning"),
 }
 
-_STREAM_EVENTS = (TextDelta, ReasoningDelta, Usage, AssistantMessage, ResponseDiscarded)
-"""Events that belong to a message being streamed; anything else ends it first."""
+_STREAM_EVENTS = (TextDelta, ReasoningDelta, Usage, AssistantMessage, ResponseDiscarded, GoalProgress)
+"""Events that belong to a message being streamed (or, as a goal's standing after its
+`Usage`, may come in the middle of one); anything else ends it first."""
 
 
 class ConversationUI(Protocol):
@@ -120,7 +121,9 @@ class EventHandler:
         """Calls whose start was shown; any other call that finishes is shown whole then."""
 
     async def handle(self, event: Event) -> None:
-        if self._reasoning is not None and not isinstance(event, ReasoningDelta | Usage | ResponseDiscarded):
+        if self._reasoning is not None and not isinstance(
+            event, ReasoningDelta | Usage | ResponseDiscarded | GoalProgress
+        ):
             seconds, self._reasoning = time.monotonic() - self._reasoning, None  # the answer (or a call) has begun
             await self.ui.finish_reasoning(seconds)
             self.ui.set_activity("thinking")
