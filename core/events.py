@@ -284,7 +284,9 @@ class TurnEnd:
     final_text: str = ""
 
 
-EndReason = Literal["done", "interrupted", "rejected", "blocked", "error", "max_turns", "length", "loop", "goal"]
+EndReason = Literal[
+    "done", "interrupted", "rejected", "blocked", "error", "max_turns", "length", "loop", "goal", "budget"
+]
 
 
 @dataclass(frozen=True)

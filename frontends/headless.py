@@ -76,7 +76,7 @@ from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.terminal import json_safe, sanitize
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "goal": 6, "interrupted": 130}
+EXIT_CODES = {"done": 0, "max_turns": 3, "length": 4, "loop": 5, "goal": 6, "budget": 6, "interrupted": 130}
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -128,7 +128,7 @@ class _Tally:
                 file=self.err,
             )
         elif isinstance(event, TasksUpdated) and self.print_tasks:
-            listing = render_tasks(event.tasks)
+            listing = render_tasks(event.tasks, spend=False)
             if listing != self.last_listing:  # per-call attribution updates change no line here
                 print(sanitize(listing), file=self.err)
                 self.last_listing = listing

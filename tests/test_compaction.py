@@ -198,7 +198,7 @@ async def test_an_overflow_refusal_compacts_and_retries_once(workspace: Path) ->
     (workspace / "notes.txt").write_text(CHUNK)
     steps = [
         {"tool_calls": [tc("Read", file_path="notes.txt")]},
-        {"error": "overflow", "message": "request rejected (HTTP 400): context_length_exceeded", "window": 6000},
+        {"error": "overflow", "message": "request rejected (HTTP 400): context_length_exceeded", "window": 7000},
         {"text": "answered after compacting"},
     ]
     model = Summarising(steps)
@@ -208,8 +208,8 @@ async def test_an_overflow_refusal_compacts_and_retries_once(workspace: Path) ->
     assert kinds.count("Compacted") == 1
     compacted = next(e for e in events if isinstance(e, Compacted))
     assert compacted.trigger == "overflow"
-    assert runtime.budget.window == 6000  # learnt from the refusal
-    assert any(isinstance(e, Notice) and "6,000 tokens" in e.text for e in events)
+    assert runtime.budget.window == 7000  # learnt from the refusal
+    assert any(isinstance(e, Notice) and "7,000 tokens" in e.text for e in events)
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
     assert [kind for kind, _ in model.log] == ["agent", "agent", "summary", "agent"]
     retried = model.agent_requests()[-1]

@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, SelectionList, Static
 from tui_helpers import SIZE, main_screen, make_app, send, turn_done, wait_settled, wait_until
 
+from todo_agent.core.tasks.model import Budget
 from todo_agent.core.tasks.reminders import USER_EDITED
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.changes import ChangesScreen
@@ -252,3 +253,44 @@ async def test_v_sets_edits_and_removes_a_check_and_the_model_is_told(project: P
         await wait_until(pilot, lambda: store.get("2").verify == "")  # type: ignore[union-attr]
         await pilot.press("u")
         await wait_until(pilot, lambda: store.get("2").verify == "python -m pytest -q tests")  # type: ignore[union-attr]
+
+
+async def test_b_sets_raises_and_removes_a_budget_and_a_typo_changes_nothing(project: Path) -> None:
+    app = review_app(project, [{"text": "Noted."}])
+    async with app.run_test(size=SIZE) as pilot:
+        await run_three(pilot)
+        screen = main_screen(app)
+        store = screen.runtime.store
+        await focus_task(pilot, 1)
+        await pilot.press("b")
+        await pilot.pause()
+        add = screen.panel.query_one("#task-add", Input)
+        assert add.has_focus and add.value == ""
+        await pilot.press(*"3 requests, 20k tokens", "enter")
+        await wait_until(pilot, lambda: store.get("2").budget == Budget(3, 20_000))  # type: ignore[union-attr]
+        await wait_settled(pilot)
+        row = list(screen.panel.list_view.query_children(TaskItem))[1]
+        assert str(row.query_one(".task-budget", Static).render()) == "budget 0/3 requests · 0/20k tokens"
+        await pilot.press("b")  # the input holds the budget in words, to edit
+        await pilot.pause()
+        assert add.value == "3 requests, 20k tokens"
+        add.value = "ten requests"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert store.get("2").budget == Budget(3, 20_000)  # type: ignore[union-attr]
+        await focus_task(pilot, 1)
+        await pilot.press("b")
+        await pilot.pause()
+        add.value = "50 requests"  # the person may raise it
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: store.get("2").budget == Budget(50))  # type: ignore[union-attr]
+        await send(pilot, "what now?")
+        await turn_done(pilot)
+        told = [m for m in screen.runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+        assert "set #2's budget to 50 requests" in str(told[-1]["content"])
+        await focus_task(pilot, 1)
+        await pilot.press("b")
+        await pilot.pause()
+        add.value = ""
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: store.get("2").budget is None)  # type: ignore[union-attr]

@@ -20,6 +20,7 @@ PARTIAL_REASONS = {
     "max_turns": "it used up its model requests (max_turns)",
     "length": "its answer was cut at the output limit",
     "loop": "the repeated-call guard stopped it",
+    "budget": "its task's budget is used up",
 }
 MAX_SUMMARY_CHARS = 6_000
 

@@ -352,6 +352,8 @@ class Team:
         status, why = status_of(reason, marked_done=marked, stopped=child.stopped or child.error)
         if reason == "max_turns" and "parent's turn" in child.stop_note:
             why = "the main agent's turn used up its model requests (max_turns), its sub-agents' included"
+        if reason == "budget" and child.stop_note:
+            why = child.stop_note.removeprefix("stopped: ")
         summary = (child.end.final_text if child.end is not None else "") or child.last_text
         files = files_changed(self.parent.changes, key, since)
         if status == "completed" and child.task_id is not None and not child.work_tools and not files:

@@ -38,6 +38,7 @@ from ..events import (
     ReasoningDelta,
     ResponseDiscarded,
     Retrying,
+    TasksUpdated,
     TextDelta,
     ToolFinished,
     TurnEnd,
@@ -63,7 +64,8 @@ from ..permissions.policy import PermissionPolicy
 from ..permissions.rules import Rule
 from ..session.directory import SERVER_RECORD
 from ..session.transcript import Session
-from ..tasks.model import AgentRef
+from ..tasks import budgets
+from ..tasks.model import AgentRef, StoreError
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
@@ -276,15 +278,19 @@ class Agent:
         self.requests = RequestBudget(min(self.options.max_turns, limit.requests) if limit else self.options.max_turns)
         while (spent := self._spend_request(limit)) is None:
             response: ModelResponse | None = None
+            usage = 0
             async for item in self._step(turn):
                 if isinstance(item, ModelResponse):
                     response = item
                 else:
+                    usage += item.prompt_tokens + item.completion_tokens if isinstance(item, Usage) else 0
                     yield item
             if response is None:
                 yield TurnEnd("error")
                 return
             turn.answered = True
+            if await self._count_request(turn, usage) and self.tasks is not None:
+                yield TasksUpdated(self.tasks.snapshot())  # the panel's `budget 3/20 requests`
             calls = self._record_assistant(response)
             yield AssistantMessage(response.content)
             if not calls:
@@ -300,6 +306,10 @@ class Agent:
                 yield event
             if ended:
                 return
+            if (why := self._went_on(turn)) is not None:
+                yield Notice(why, "warning")
+                yield TurnEnd("budget")
+                return
         why, reason = spent
         yield Notice(why, "warning")
         yield TurnEnd(reason)
@@ -308,6 +318,8 @@ class Agent:
         """Take one model request from the turn's budget (and a sub-agent's parent's); why
         the turn stops (and its `TurnEnd` reason), when none is left."""
         assert self.requests is not None
+        if self.agent is not None and (why := self._task_used_up()) is not None:
+            return why, "budget"  # a sub-agent's task: its budget stops the work on it
         spent = limit.spent() if limit is not None else None
         if spent is not None:
             return spent, "goal"
@@ -320,6 +332,44 @@ class Agent:
             self.requests.used -= 1  # not made after all
             return shared.exhausted("in the parent's turn, which this sub-agent shares"), "max_turns"
         return None
+
+    def _task_used_up(self) -> str | None:
+        """Why the work on this agent's task in progress stops now (its budget), or None."""
+        task = self.tasks.current(self.agent) if self.tasks is not None else None
+        spent = budgets.used_up(task, self.tasks.clock()) if task is not None and self.tasks is not None else None
+        return budgets.STOPPED.format(id=task.id, spent=spent) if task is not None and spent else None
+
+    async def _count_request(self, turn: _Turn, tokens: int) -> bool:
+        """Count the request just answered to this agent's task in progress, when it has a
+        budget; whether it was counted (its spend shows). The main agent is told once its task's budget
+        is used up (in the batch's first result); if the next response still works on it,
+        the turn stops after that batch (`_went_on`)."""
+        current = self.tasks.current(self.agent) if self.tasks is not None else None
+        if self.tasks is None or current is None or current.budget is None:
+            return False  # only a budget needs the count (a write per request)
+        try:
+            task = await self.tasks.record_request(tokens, self.agent)
+        except (StoreError, OSError):  # a count that cannot be saved is not worth the turn
+            log.exception("could not count a request to its task")
+            return False
+        spent = budgets.used_up(task, self.tasks.clock()) if task is not None else None
+        if task is None or spent is None or self.agent is not None:
+            return task is not None and task.budget is not None
+        if task.id in turn.budget_told:
+            turn.budget_stop = task.id
+        else:
+            turn.budget_told.add(task.id)
+            turn.budget_note = budgets.TOLD.format(id=task.id, spent=spent)
+        return True
+
+    def _went_on(self, turn: _Turn) -> str | None:
+        """After a batch: why the turn stops, when the model went on with a task whose budget
+        it had been told was used up (and still is)."""
+        stop, turn.budget_stop, turn.budget_note = turn.budget_stop, "", ""
+        task = self.tasks.current(self.agent) if stop and self.tasks is not None else None
+        if task is None or task.id != stop:
+            return None
+        return self._task_used_up()
 
     async def _tool_batch(self, turn: _Turn, response: ModelResponse, calls: list[ToolCall]) -> AsyncIterator[Event]:
         """Run one response's tool calls (unless the repeated-call guard stops the turn);
@@ -571,9 +621,15 @@ class Agent:
             self.approver,
             self.lifecycle,
             lambda call_id: self._tool_context(call_id, turn),
-            self._record,
+            lambda call_id, output, status: self._record(call_id, self._with_budget_note(turn, output), status),
             turn.allow,
         )
+
+    @staticmethod
+    def _with_budget_note(turn: _Turn, output: str) -> str:
+        """`output` with the note that the task's budget is used up, on the batch's first result."""
+        note, turn.budget_note = turn.budget_note, ""
+        return f"{output}\n\n{note}" if note else output
 
     def _tool_context(self, call_id: str, turn: _Turn) -> ToolContext:
         gates = self.lifecycle.task_change
@@ -668,6 +724,12 @@ class _Turn:
     """Whether the model has answered anything in this turn yet."""
     limit: TurnLimit | None = None
     """A bound from outside the turn (a goal's budgets)."""
+    budget_told: set[str] = field(default_factory=set)
+    """Tasks whose used-up budget the model has been told about in this turn."""
+    budget_note: str = ""
+    """That note, waiting for the batch's first result."""
+    budget_stop: str = ""
+    """The task the model went on with after being told: the turn stops after this batch."""
 
 
 @dataclass(frozen=True)

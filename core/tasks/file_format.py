@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any, TypeGuard, cast
 
-from .model import Attempt, CheckRun, CheckRunning, Claim, Task
+from .model import Attempt, Budget, CheckRun, CheckRunning, Claim, Task
 from .rules import Tasks, violations
 
 FILE_FORMAT = 1
@@ -42,6 +42,9 @@ _QUIET_DEFAULTS: dict[str, Any] = {
     "verified_at": None,
     "checks": [],
     "check_running": None,
+    "budget": None,
+    "requests": 0,
+    "tokens": 0,
 }
 """Fields left out of a task's line while they hold their default: most tasks never meet a
 sub-agent, and files written before these fields existed read the same."""
@@ -91,7 +94,8 @@ def decode(document: Any) -> tuple[Tasks, int]:
 _TEXT = {"id", "subject", "description", "activeForm", "status", "owner", "created_by", "created_session", "verify"}
 _IDS = {"blocks", "blockedBy"}
 _OPTIONAL_TIMES = {"started_at", "completed_at", "progress_since", "verified_at"}
-_STRUCTURED = {"claim", "attempts", "metadata", "checks", "check_running"}
+_STRUCTURED = {"claim", "attempts", "metadata", "checks", "check_running", "budget"}
+_COUNTS = {"tool_calls", "requests", "tokens"}
 
 
 def _decode_task(raw: Any) -> Task:
@@ -111,13 +115,13 @@ def _decode_value(name: str, value: Any) -> Any:
         return value
     if name in _IDS and isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    if name == "tool_calls" and _is_int(value):
+    if name in _COUNTS and _is_int(value):
         return value
     if name in _OPTIONAL_TIMES and value is None:
         return None
     if name in _STRUCTURED:
         return _decode_structured(name, value)
-    if name not in _TEXT | _IDS | {"tool_calls"} and _is_number(value):
+    if name not in _TEXT | _IDS | _COUNTS and _is_number(value):
         return float(value)
     raise ValueError(f"task field '{name}' has a wrong type ({type(value).__name__})")
 
@@ -131,6 +135,8 @@ def _decode_structured(name: str, value: Any) -> Any:
         return tuple(_decode_check(item) for item in value)
     if name == "check_running":
         return None if value is None else _decode_running(value)
+    if name == "budget":
+        return None if value is None else _decode_budget(value)
     if name == "metadata":
         pairs = value.items() if isinstance(value, dict) else value if isinstance(value, list) else None
         if pairs is not None:
@@ -186,6 +192,15 @@ def _decode_running(raw: Any) -> CheckRunning:
         raise ValueError("task field 'check_running' is malformed")
     ticks = raw.get("ticks", "")
     return CheckRunning(raw["pgid"], raw["owner"], ticks if isinstance(ticks, str) else "")
+
+
+def _decode_budget(raw: Any) -> Budget:
+    if not isinstance(raw, dict):
+        raise ValueError("task field 'budget' is not an object")
+    requests, tokens, minutes = (raw.get(k, 0) for k in ("requests", "tokens", "minutes"))
+    if not (_is_int(requests) and _is_int(tokens) and _is_number(minutes)) or min(requests, tokens, minutes) < 0:
+        raise ValueError("task field 'budget' is malformed")
+    return Budget(requests, tokens, float(minutes))
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

@@ -89,6 +89,22 @@ class CheckRunning:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """How much model work a task may take (`core/tasks/budgets.py`); 0 in a bound: none."""
+
+    requests: int = 0
+    """Model requests made while it is in progress, by its worker."""
+    tokens: int = 0
+    """Prompt and completion tokens of those requests, summed as billed."""
+    minutes: float = 0.0
+    """Minutes in progress."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.requests or self.tokens or self.minutes)
+
+
+@dataclass(frozen=True)
 class Task:
     """One task as the panel and the model see it. Frozen: the store replaces, never mutates."""
 
@@ -132,6 +148,13 @@ class Task:
     checks: tuple[CheckRun, ...] = ()
     """Its check's latest runs, oldest first."""
     check_running: CheckRunning | None = None
+    budget: Budget | None = None
+    """How much model work it may take; None: no bound."""
+    requests: int = 0
+    """Model requests made while it was in progress with a budget (its worker's: the main
+    agent's for an unclaimed task, the sub-agent's that claimed it)."""
+    tokens: int = 0
+    """Their prompt and completion tokens, summed."""
 
     @property
     def verified(self) -> bool:

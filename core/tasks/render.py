@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
+from .budgets import spend_line
 from .model import Task
 from .rules import open_blockers
 
@@ -34,11 +36,19 @@ def check_line(task: Task, width: int = 60) -> str:
     return f"✗ {'did not finish' if last.exit is None else f'exit {last.exit}'} · {command}"
 
 
-def render_tasks(tasks: Sequence[Task], files: Mapping[str, Sequence[str]] | None = None) -> str:
+def render_tasks(
+    tasks: Sequence[Task],
+    files: Mapping[str, Sequence[str]] | None = None,
+    now: float | None = None,
+    *,
+    spend: bool = True,
+) -> str:
     """The list for people (`/todos`, the panel, `-p`); `files`, when given, are lines
-    listing what each task changed, shown under it."""
+    listing what each task changed, shown under it; `spend`: each budget's spend (a list
+    printed again whenever it reads differently leaves it out: it changes per request)."""
     if not tasks:
         return "No tasks yet"
+    now = time.time() if now is None else now
     lines = []
     for task in tasks:
         line = f"{mark(task)} #{task.id} {task.subject}"
@@ -46,7 +56,9 @@ def render_tasks(tasks: Sequence[Task], files: Mapping[str, Sequence[str]] | Non
             line += f"  ← {task.activeForm}"
         lines.append(line)
         if check := check_line(task):
-            lines.append(f"    {check}")
+            lines.append(f"    {check}{_last_run(task)}")
+        if spend and (spent := spend_line(task, now)):
+            lines.append(f"    {spent}")
         lines.extend(f"    {row}" for row in (files or {}).get(task.id, ()))
     done = sum(1 for t in tasks if t.status == "completed")
     verified = sum(1 for t in tasks if t.verified)
@@ -54,10 +66,19 @@ def render_tasks(tasks: Sequence[Task], files: Mapping[str, Sequence[str]] | Non
     return "\n".join(lines)
 
 
-def render_for_model(tasks: Sequence[Task]) -> str:
-    """The compact list for the model: id, status, subject, owner, open blockers."""
+def _last_run(task: Task) -> str:
+    """When the check as it is now last ran, and for how long: ` (14:02, 0.4 s)`."""
+    last = task.last_check
+    if last is None or last.command != task.verify or task.check_running is not None:
+        return ""
+    return f" ({time.strftime('%H:%M', time.localtime(last.at))}, {last.seconds:.1f} s)"
+
+
+def render_for_model(tasks: Sequence[Task], now: float | None = None) -> str:
+    """The compact list for the model: id, status, subject, owner, open blockers, check, budget."""
     if not tasks:
         return "No tasks."
+    now = time.time() if now is None else now
     lines = []
     for task in tasks:
         line = f"#{task.id} [{task.status}] {task.subject}"
@@ -73,5 +94,7 @@ def render_for_model(tasks: Sequence[Task]) -> str:
             line += f" [{len(task.attempts)} attempt(s); last: {last.outcome} by {last.agent}]"
         if check := check_line(task, width=200):
             line += f" [check: {check}{'; verified' if task.verified else ''}]"
+        if spend := spend_line(task, now):
+            line += f" [{spend}]"
         lines.append(line)
     return "\n".join(lines)

@@ -31,10 +31,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+from . import budgets
 from .model import (
     STATUSES,
     AgentRef,
     Attempt,
+    Budget,
     CheckRun,
     CheckRunning,
     Claim,
@@ -63,6 +65,8 @@ class Fields:
     """Keys to set (value as JSON text) or, with None, to remove."""
     verify: str | None = None
     """The task's check: a command to set, "" to remove it."""
+    budget: Budget | None = None
+    """A budget to set or lower (the model's; `budgets.lowered`)."""
 
 
 def find(tasks: Tasks, task_id: str) -> Task:
@@ -153,9 +157,11 @@ def create(
     now: float,
     created_by: AgentRef | None = None,
     verify: str = "",
+    budget: Budget | None = None,
 ) -> tuple[Tasks, Task]:
     """A new task; `created_by`: the sub-agent whose subtask it is (None: the main agent's)."""
     _room_for_one_more(tasks)
+    budget = budgets.lowered(None, budget) if budget is not None else None
     task = Task(
         id=str(next_id),
         subject=_subject(subject),
@@ -166,6 +172,7 @@ def create(
         created_by=created_by.agent if created_by is not None else "",
         created_session=created_by.session if created_by is not None else "",
     )
+    task = budgets.with_budget(task, budget)
     return (*tasks, task), task
 
 
@@ -219,10 +226,10 @@ def check_update(
         return
     if claim is not None and claim.by(by):
         fixed = changes.subject is not None or changes.description is not None or changes.owner is not None
-        if fixed or changes.verify is not None or status == "deleted":
+        if fixed or changes.verify is not None or changes.budget is not None or status == "deleted":
             raise StoreError(
-                f"you may change only the status, activeForm and metadata of your task #{task_id} (its check is "
-                "the one who handed it to you's); create a subtask for anything else"
+                f"you may change only the status, activeForm and metadata of your task #{task_id} (its check "
+                "and budget are the one who handed it to you's); create a subtask for anything else"
             )
     elif not owns(task, by, home):
         raise StoreError(
@@ -314,6 +321,8 @@ def update(
     task = _with_metadata(task, changes)
     if changes.verify is not None:
         task = with_check(task, changes.verify)
+    if changes.budget is not None:
+        task = budgets.with_budget(task, budgets.lowered(task.budget, changes.budget, f"task #{task_id}: "))
     completes = status == "completed" and old.status != "completed"
     if completes and task.verify and not verified and not person:
         raise StoreError(f"task #{task_id} has a check: it is completed only when its check passes")
@@ -562,6 +571,17 @@ def record_tool_call(tasks: Tasks, elapsed: float, by: AgentRef | None = None) -
     return tuple(counted if t.id == target.id else t for t in tasks), counted
 
 
+def record_request(tasks: Tasks, tokens: int, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:
+    """Count one model request (and its tokens) to `by`'s task in progress, as
+    `record_tool_call` picks it; the task after it (None: no task in progress)."""
+    active = [t for t in tasks if works_on(t, by)]
+    if not active:
+        return tasks, None
+    target = max(active, key=lambda t: t.started_at or 0.0)
+    counted = replace(target, requests=target.requests + 1, tokens=target.tokens + max(0, tokens))
+    return tuple(counted if t.id == target.id else t for t in tasks), counted
+
+
 def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:
     """Move a task `delta` places (negative: towards the top), clamped to the list."""
     find(tasks, task_id)
@@ -628,7 +648,7 @@ def short_id(task_id: str) -> str:
 
 
 def restore(tasks: Tasks, before: Task, index: int | None) -> Tasks:
-    """Put `before` back (undo): its fields and place, keeping the current tool counts and
+    """Put `before` back (undo): its fields and place, keeping the current tool (and request) counts and
     blockers when the task is still there; re-added without blockers when it is not."""
     current = next((t for t in tasks if t.id == before.id), None)
     if current is not None:
@@ -636,6 +656,8 @@ def restore(tasks: Tasks, before: Task, index: int | None) -> Tasks:
             before,
             tool_calls=current.tool_calls,
             tool_seconds=current.tool_seconds,
+            requests=current.requests,
+            tokens=current.tokens,
             blocks=current.blocks,
             blockedBy=current.blockedBy,
         )
@@ -662,6 +684,8 @@ def describe_update(before: Tasks, after: Tasks, task_id: str, *, deleted: bool)
             parts.append(f'{label} "{getattr(new, name)}"' if name == "subject" else f"{label} edited")
     if new.owner != old.owner:
         parts.append(f"owner {new.owner or '(none)'}")
+    if new.budget != old.budget:
+        parts.append(f"budget {budgets.describe(new.budget) or '(none)'}")
     if (new.blocks, new.blockedBy) != (old.blocks, old.blockedBy):
         parts.append("blockers")
     return f"#{task_id} " + ", ".join(parts) if parts else ""

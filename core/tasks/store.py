@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from . import file_format, history, rules
+from . import budgets, file_format, history, rules
 from .model import (
     STATUSES,
     AgentRef,
     Attempt,
+    Budget,
     CheckRun,
     CheckRunning,
     Claim,
@@ -185,9 +186,12 @@ class TaskStore:
         description: str = "",
         active_form: str = "",
         created_by: AgentRef | None = None,
+        *,
         verify: str = "",
+        budget: Budget | None = None,
     ) -> Task:
-        """A new task; `created_by`: the sub-agent that made it (a subtask); `verify`: its check."""
+        """A new task; `created_by`: the sub-agent that made it (a subtask); `verify`: its
+        check; `budget`: how much work it may take."""
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
             new, task = rules.create(
@@ -199,6 +203,7 @@ class TaskStore:
                 now=self.clock(),
                 created_by=created_by,
                 verify=verify,
+                budget=budget,
             )
             who: history.Who = "agent" if created_by else "model"
             by = f" by {created_by.agent}" if created_by else ""
@@ -223,6 +228,7 @@ class TaskStore:
         by: AgentRef | None = None,
         verify: str | None = None,
         verified: bool = False,
+        budget: Budget | None = None,
     ) -> UpdateOutcome:
         """The model's update; `by` is the sub-agent making it (None: the main agent);
         `verified`: the task's check has just passed (`rules.update`)."""
@@ -233,6 +239,7 @@ class TaskStore:
             owner=owner,
             metadata=tuple(metadata),
             verify=verify,
+            budget=budget,
         )
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[UpdateOutcome]:
@@ -272,6 +279,15 @@ class TaskStore:
 
         def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
             new, task = rules.record_tool_call(tasks, elapsed, by)
+            return _Change(new, next_id, task)
+
+        return await self._mutate(step)
+
+    async def record_request(self, tokens: int, by: AgentRef | None = None) -> Task | None:
+        """Count one model request and its tokens to `by`'s task in progress (its budget's spend)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task | None]:
+            new, task = rules.record_request(tasks, tokens, by)
             return _Change(new, next_id, task)
 
         return await self._mutate(step)
@@ -462,6 +478,21 @@ class TaskStore:
                 return _Change(tasks, next_id, task)
             new = tuple(task if t.id == task_id else t for t in tasks)
             log = f"set #{task_id}'s check to `{task.verify}`" if task.verify else f"removed #{task_id}'s check"
+            return _Change(new, next_id, task, log, entry=_person(log, tasks, task_id))
+
+        return await self._mutate(step)
+
+    async def user_set_budget(self, task_id: str, budget: Budget | None) -> Task:
+        """The person set, raised, lowered or (None) removed a task's budget in the panel (`b`)."""
+
+        def step(tasks: tuple[Task, ...], next_id: int) -> _Change[Task]:
+            before = rules.find(tasks, task_id)
+            task = budgets.with_budget(before, budget)
+            if task.budget == before.budget:
+                return _Change(tasks, next_id, task)
+            new = tuple(task if t.id == task_id else t for t in tasks)
+            text = budgets.describe(task.budget)
+            log = f"set #{task_id}'s budget to {text}" if text else f"removed #{task_id}'s budget"
             return _Change(new, next_id, task, log, entry=_person(log, tasks, task_id))
 
         return await self._mutate(step)

@@ -184,6 +184,9 @@ def _lean(node: Any, defs: Mapping[str, Any]) -> Any:
         node = {**{k: v for k, v in node.items() if k != "anyOf"}, **options[0]}
     if node.get("type") == "object":
         properties = {name: _lean(value, defs) for name, value in node.get("properties", {}).items()}
-        return object_schema(properties, node.get("required", ()))
+        schema = object_schema(properties, node.get("required", ()))
+        if "description" in node and "title" not in node:  # a field's own words, not a model's docstring
+            schema["description"] = node["description"]
+        return schema
     kept = {k: _lean(v, defs) for k, v in node.items() if k not in ("title", "default", "$defs")}
     return {k: kept[k] for k in sorted(kept, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))}

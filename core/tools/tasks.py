@@ -31,7 +31,8 @@ from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 from ..events import TasksUpdated
 from ..lifecycle import TaskChange, run_gates
 from ..tasks import rules
-from ..tasks.model import STATUSES, CheckRun, StoreError, Task, TodoItem
+from ..tasks.budgets import spend_line
+from ..tasks.model import STATUSES, Budget, CheckRun, StoreError, Task, TodoItem
 from ..tasks.render import render_for_model
 from ..tasks.rules import open_blockers, short_id
 from ..tasks.store import TaskStore
@@ -115,6 +116,35 @@ _ACTIVE_FORM = {"active_form": "activeForm"}
 VERIFY_HELP = "A shell command that proves it (exit 0), run on completion."
 
 
+def _budget(value: Any) -> Budget | None:
+    """`{"requests": 20, "tokens": 200000, "minutes": 30}` (or its JSON text), any of the three."""
+    if value is None:
+        return None
+    value = structured(value)
+    if not isinstance(value, dict) or not value or set(value) - {"requests", "tokens", "minutes"}:
+        raise fail("parameter 'budget' must be an object of requests, tokens and/or minutes")
+    numbers = {}
+    for key, raw in value.items():
+        item = float(raw) if isinstance(raw, str) and raw.strip().replace(".", "", 1).isdigit() else raw
+        if isinstance(item, bool) or not isinstance(item, int | float) or not 0 < item < 1e12:
+            raise fail(f"budget.{key} must be a positive number, got {raw!r}")
+        numbers[key] = item
+    whole = {key: max(1, round(numbers[key])) for key in ("requests", "tokens") if key in numbers}
+    return Budget(whole.get("requests", 0), whole.get("tokens", 0), float(numbers.get("minutes", 0.0)))
+
+
+TaskBudget = Annotated[
+    Budget | None,
+    BeforeValidator(_budget),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "properties": {k: {"type": "number"} for k in ("requests", "tokens", "minutes")},
+        }
+    ),
+]
+
+
 class TaskCreateArgs(Arguments):
     aliases: ClassVar[Mapping[str, str]] = {"title": "subject", **_ACTIVE_FORM}
     subject: RequiredLabel = Field(description="Short imperative title, e.g. 'Add pagination'.")
@@ -123,6 +153,7 @@ class TaskCreateArgs(Arguments):
         None, description="Present-continuous form shown while it runs, e.g. 'Adding pagination'."
     )
     verify: Label = Field(None, description=VERIFY_HELP)
+    budget: TaskBudget = Field(None, description="The most it may take; you may lower it later, not raise it.")
 
 
 class TaskGetArgs(Arguments):
@@ -156,6 +187,7 @@ class TaskUpdateArgs(TaskGetArgs):
     addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
     metadata: Metadata = Field((), description="Keys to merge into the task's metadata; a null value removes a key.")
     verify: Label = Field(None, description='Its check; "" removes it.')
+    budget: TaskBudget = Field(None, description="Lower its budget (only the person raises one).")
 
 
 class TaskListArgs(Arguments):
@@ -282,7 +314,7 @@ def _blocked_suffix(task: Task, tasks: Sequence[Task]) -> str:
 async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     subject, description, active_form = args.subject, args.description or "", args.activeForm or ""
-    verify = args.verify or ""
+    verify, budget = args.verify or "", args.budget
 
     created_by = ctx.agent  # a sub-agent's subtask is tagged with its name and session
 
@@ -296,11 +328,12 @@ async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
             now=store.clock(),
             created_by=created_by,
             verify=verify,
+            budget=budget,
         )
         return new
 
     await _ask_hooks(ctx, store, preview)
-    task = await _attempt(store.create(subject, description, active_form, created_by, verify))
+    task = await _attempt(store.create(subject, description, active_form, created_by, verify=verify, budget=budget))
     ctx.emit(TasksUpdated(store.snapshot()))
     return f"Task #{task.id} created: {task.subject}"
 
@@ -315,6 +348,7 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
         owner=args.owner,
         metadata=args.metadata,
         verify=args.verify,
+        budget=args.budget,
     )
     blocks, blocked_by, by = args.addBlocks, args.addBlockedBy, ctx.agent
     if store.get(wanted) is not None:  # no hook is asked about an update its maker may not make
@@ -361,6 +395,7 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
             by=by,
             verify=fields.verify,
             verified=checked is not None,
+            budget=fields.budget,
         )
     )
     tasks = store.snapshot()
@@ -429,6 +464,8 @@ async def _get(args: TaskGetArgs, ctx: ToolContext) -> str:
     lines += [f"{label}: {value}" for label, value in optional if value]
     if task.tool_calls:
         lines.append(f"Tool calls while in progress: {task.tool_calls} ({task.tool_seconds:.1f} s)")
+    if spend := spend_line(task, store.clock()):
+        lines.append(spend[0].upper() + spend[1:])
     return "\n".join(lines)
 
 

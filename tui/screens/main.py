@@ -255,7 +255,7 @@ class MainScreen(Screen[None]):
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
         await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
-        self.tasks_seen = render_tasks(self.runtime.tasks())
+        self.tasks_seen = render_tasks(self.runtime.tasks(), spend=False)
         self._show_context_usage()
 
     def _show_context_usage(self) -> None:
@@ -546,12 +546,12 @@ class MainScreen(Screen[None]):
         latest = self.runtime.tasks()
         await self.panel.show(latest, changes=self.runtime.change_lines())
         if self.panel_place != "hidden":
-            self.tasks_seen = render_tasks(latest)
+            self.tasks_seen = render_tasks(latest, spend=False)
             return
         # Hidden, the list is printed: this batch's list (the core may have run ahead, and
         # the conversation tells what happened in order), and only when it reads
         # differently (a batch that only adds to a task's tool count changes nothing).
-        listing = render_tasks(tasks)
+        listing = render_tasks(tasks, spend=False)
         if tasks and listing != self.tasks_seen:
             await self.conversation.add(PlainEntry(listing))
             self.tasks_seen = listing

@@ -91,7 +91,7 @@ async def _todos(host: CommandHost, argument: str) -> None:
     elif argument:
         await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
     else:
-        host.tasks_seen = render_tasks(runtime.tasks())
+        host.tasks_seen = render_tasks(runtime.tasks(), spend=False)
         await host.say(PlainEntry(render_tasks(runtime.tasks(), runtime.task_files())))
 
 

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 
 from todo_agent.core.changes.rewind import RewindPlan
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.tasks.budgets import parse as parse_budget
 from todo_agent.core.tasks.model import StoreError
 from todo_agent.core.tasks.persistence import PersistenceError
 
@@ -69,6 +70,15 @@ class WorkArea(Vertical):
     @on(TaskPanel.SetCheck)
     async def _task_check(self, event: TaskPanel.SetCheck) -> None:
         await self._edit_tasks(self.runtime.store.user_set_check(event.task_id, event.command))
+
+    @on(TaskPanel.SetBudget)
+    async def _task_budget(self, event: TaskPanel.SetBudget) -> None:
+        try:
+            budget = parse_budget(event.text)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", title="Task budget", markup=False)
+            return
+        await self._edit_tasks(self.runtime.store.user_set_budget(event.task_id, budget))
 
     async def _edit_tasks(self, edit: Awaitable[object]) -> None:
         try:

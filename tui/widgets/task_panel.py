@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Input, ListItem, ListView, ProgressBar, Static
 
 from todo_agent.core.agents.state import AgentRow
+from todo_agent.core.tasks.budgets import describe, spend_line, used_up
 from todo_agent.core.tasks.model import Task, time_in_progress
 from todo_agent.core.tasks.render import MARKS, check_line, mark
 from todo_agent.core.tasks.rules import MAX_LABEL
@@ -105,6 +106,7 @@ class TaskItem(ListItem):
         self._active = Horizontal(self._spinner, self._active_form, classes="task-active")
         self._meta = Static("", classes="task-meta", markup=False)
         self._check = Static("", classes="task-check", markup=False)
+        self._budget = Static("", classes="task-budget", markup=False)
         self._files = Static("", classes="task-files", markup=False)
         self.task_value = task
         self.files = files
@@ -117,6 +119,7 @@ class TaskItem(ListItem):
         yield self._active
         yield self._meta
         yield self._check
+        yield self._budget
         yield self._files
 
     def show_task(
@@ -155,6 +158,10 @@ class TaskItem(ListItem):
         self._check.display = bool(check)
         last = task.last_check
         self.set_class(bool(check) and last is not None and not last.passed and task.check_running is None, "-failing")
+        spend = spend_line(task, now)
+        self._budget.update(Content(spend))
+        self._budget.display = bool(spend)
+        self.set_class(bool(spend) and used_up(task, now) is not None, "-spent")
 
 
 class TaskListView(ListView):
@@ -169,6 +176,7 @@ class TaskListView(ListView):
         # e and u are in the panel's help line; the footer keeps room for the app's keys.
         Binding("e", "edit", "Edit", tooltip="Edit the highlighted task's subject", show=False),
         Binding("v", "check", "Check", tooltip="Set, edit or remove the command that proves the highlighted task"),
+        Binding("b", "budget", "Budget", tooltip="Set, raise or remove the highlighted task's budget", show=False),
         Binding("enter", "changes", "Changes", tooltip="Show what the highlighted task changed, as one diff"),
         Binding("r", "rewind", "Rewind", tooltip="Put the files the highlighted task changed back as they were"),
         Binding("u", "undo", "Undo", tooltip="Undo your last change to the list", show=False),
@@ -209,6 +217,11 @@ class TaskListView(ListView):
         task = self._highlighted_task()
         if task is not None:
             self.query_ancestor(TaskPanel).open_check(task)
+
+    def action_budget(self) -> None:
+        task = self._highlighted_task()
+        if task is not None:
+            self.query_ancestor(TaskPanel).open_budget(task)
 
     def action_changes(self) -> None:
         task = self._highlighted_task()
@@ -286,6 +299,13 @@ class TaskPanel(Vertical):
         command: str
 
     @dataclass
+    class SetBudget(Message):
+        """The person set or changed a task's budget (`b`), as typed; empty removes it."""
+
+        task_id: str
+        text: str
+
+    @dataclass
     class ShowChanges(Message):
         """`enter`: show what the task changed."""
 
@@ -341,6 +361,8 @@ class TaskPanel(Vertical):
         .task-files { padding-left: 2; color: $text-muted; }
         .task-check { padding-left: 2; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
         TaskItem.-failing .task-check { color: $error; }
+        .task-budget { padding-left: 2; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+        TaskItem.-spent .task-budget { color: $warning; }
         TaskItem.-verified .task-marker { color: $success; }
         #task-help { display: none; color: $text-muted; margin-top: 1; }
         &:focus-within #task-help { display: block; }
@@ -357,9 +379,9 @@ class TaskPanel(Vertical):
         self.changes: Mapping[str, str] = {}
         """Per task id, what it changed (`2 files · +14 −3`)."""
         self._editing: str | None = None
-        """The task whose subject (or check) the input edits; None while it adds a task."""
-        self._editing_check = False
-        """Whether the input edits `_editing`'s check rather than its subject."""
+        """The task whose subject (check, budget) the input edits; None while it adds a task."""
+        self._editing_what: Literal["subject", "check", "budget"] = "subject"
+        """What of `_editing` the input edits."""
         self._drawing = asyncio.Lock()
         """`show` awaits between clearing and refilling the list; two at once would interleave."""
         self.agents: dict[str, AgentRow] = {}
@@ -373,8 +395,8 @@ class TaskPanel(Vertical):
         # Not selected on focus: `e` puts the cursor after the subject, so typing edits it.
         yield AddTaskInput(placeholder="New task: enter adds, esc cancels", id="task-add", select_on_focus=False)
         yield Static(
-            "a add · e edit · v check · space tick · d delete · J/K move · enter changes · r rewind · u undo · "
-            "o agent · x stop agent",
+            "a add · e edit · v check · b budget · space tick · d delete · J/K move · enter changes · r rewind · "
+            "u undo · o agent · x stop agent",
             id="task-help",
             markup=False,
         )
@@ -501,7 +523,7 @@ class TaskPanel(Vertical):
 
     def open_add(self) -> None:
         add = self.query_one("#task-add", Input)
-        self._editing, self._editing_check = None, False
+        self._editing, self._editing_what = None, "subject"
         add.placeholder = "New task: enter adds, esc cancels"
         add.display = True
         add.focus()
@@ -513,11 +535,17 @@ class TaskPanel(Vertical):
     def open_check(self, task: Task) -> None:
         """`v`: the same input, holding the task's check, sets, edits or (emptied) removes it."""
         self._open_input(task.id, task.verify, f"Check of #{task.id} (a command): enter saves, empty removes")
-        self._editing_check = True
+        self._editing_what = "check"
+
+    def open_budget(self, task: Task) -> None:
+        """`b`: the same input, holding the task's budget in words, sets, raises or (emptied) removes it."""
+        placeholder = f"Budget of #{task.id}, e.g. 20 requests, 200k tokens, 30 min: empty removes"
+        self._open_input(task.id, describe(task.budget), placeholder)
+        self._editing_what = "budget"
 
     def _open_input(self, task_id: str, value: str, placeholder: str) -> None:
         add = self.query_one("#task-add", Input)
-        self._editing, self._editing_check = task_id, False
+        self._editing, self._editing_what = task_id, "subject"
         add.placeholder = placeholder
         add.value = value
         add.display = True
@@ -529,7 +557,7 @@ class TaskPanel(Vertical):
         add = self.query_one("#task-add", Input)
         add.value = ""
         add.display = False
-        self._editing, self._editing_check = None, False
+        self._editing, self._editing_what = None, "subject"
 
     def _close_add(self) -> None:
         self.close_add()
@@ -539,9 +567,10 @@ class TaskPanel(Vertical):
     def _submit_add(self, event: Input.Submitted) -> None:
         event.stop()
         subject, editing = event.value.strip(), self._editing
-        if editing is not None and self._editing_check:
+        if editing is not None and self._editing_what != "subject":
+            what = self._editing_what
             self._close_add()
-            self.post_message(self.SetCheck(editing, subject))
+            self.post_message(self.SetCheck(editing, subject) if what == "check" else self.SetBudget(editing, subject))
             return
         if len(subject) > MAX_LABEL:  # the store would refuse it: say so, and keep what was typed to shorten
             self.notify(
