@@ -64,6 +64,8 @@ from .model.server import ServerInfo, probe
 from .permissions.modes import Approver, PermissionMode
 from .permissions.policy import PermissionPolicy
 from .permissions.rules import Rule
+from .places import data_root
+from .sandbox import Sandbox, literal_read_denials
 from .session.directory import SessionError, SessionInfo, find_session, latest_session, list_sessions, task_list_path
 from .session.transcript import Session, TranscriptItem
 from .settings import Config, project_settings_path, user_settings_path
@@ -268,6 +270,15 @@ class Runtime:
         self.session = session
         # The API key variables stay out of every command's environment (and every MCP server's).
         self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
+        self.sandbox = Sandbox(
+            config.workspace,
+            config.sandbox,
+            hidden=(data_root(), *literal_read_denials(config.deny, config.workspace)),
+        )
+        """Where the model's commands run (`core/sandbox.py`); `/sandbox` changes its mode."""
+        self.permissions.sandboxed = lambda: self.sandbox.allows_unasked
+        self.permissions.sandbox_on = lambda: self.sandbox.active != "off"
+        self.permissions.allow_unsandboxed = config.sandbox.allow_unsandboxed
         self.mcp = McpManager(
             config.mcp_servers,
             workspace=config.workspace,
@@ -460,6 +471,8 @@ class Runtime:
         if self.config.task_list:
             notices.append(Notice(f"task list: the shared list {self.config.task_list!r} ({self.store.path})"))
         notices += [Notice(text, "warning") for text in self.custom_commands().notices]
+        if (line := self.sandbox.start_notice()) is not None:
+            notices.append(Notice(line, "warning" if self.sandbox.mode != "off" else "info"))
         return notices
 
     def _resumed_notice(self) -> str:
@@ -888,6 +901,7 @@ class Runtime:
             approver=lambda: self.approver,
             model_for=self._model_for,
             hidden_env=self.hidden_env,
+            sandbox=self.sandbox,
         )
         return Agent(
             model=self.model,
@@ -908,6 +922,7 @@ class Runtime:
                 check_timeout=self.config.check_timeout,
             ),
             budget=self.budget,
+            sandbox=self.sandbox,
             counter=self.counter,
             files=self.team.main_ledger(),
         )

@@ -32,7 +32,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -51,6 +51,8 @@ from .mcp.config import (
 from .permissions.modes import MODES, PermissionMode
 from .places import user_config_dir
 from .repo_files import RepoFileError, load_toml, read_repo_text
+from .sandbox import MODES as SANDBOX_MODES
+from .sandbox import SandboxSettings
 
 DEFAULT_MODEL = "gpt-4o-mini"
 TaskVersion = Literal["v1", "v2"]
@@ -90,6 +92,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "images": bool,
     "mcp_servers": dict,
     "ui": dict,
+    "sandbox": dict,
 }
 
 
@@ -217,6 +220,21 @@ def _check_hook(event: str, entry: Any) -> str | None:
     return None
 
 
+def _check_sandbox(table: dict[str, Any]) -> str | None:
+    for key, value in table.items():
+        if key == "mode" and value not in SANDBOX_MODES:
+            return f"[sandbox] mode must be one of {', '.join(SANDBOX_MODES)}, not {str(value)[:40]!r}"
+        if key == "network" and not isinstance(value, bool):
+            return "[sandbox] network must be true or false (a list of domains is not supported yet)"
+        if key == "writable" and not _is_str_list(value):
+            return "[sandbox] writable must be a list of paths"
+        if key in ("auto_allow", "allow_unsandboxed") and not isinstance(value, bool):
+            return f"[sandbox] {key} must be true or false"
+        if key not in ("mode", "network", "writable", "auto_allow", "allow_unsandboxed"):
+            return f"[sandbox] unknown key '{key}' (known: mode, network, writable, auto_allow, allow_unsandboxed)"
+    return None
+
+
 def _check_ui(ui: dict[str, Any]) -> str | None:
     for key, value in ui.items():
         if key not in ("task_panel", "notify"):
@@ -263,6 +281,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "request_retries": _when(lambda v: 0 <= v <= 20, "'request_retries' must be between 0 (no retries) and 20"),
     "request_retry_wait": _when(lambda v: 0 <= v <= 3600, "'request_retry_wait' must be 0 to 3600 seconds"),
     "ui": _check_ui,
+    "sandbox": _check_sandbox,
     "permissions": _check_permissions,
 }
 
@@ -334,6 +353,10 @@ class Config:
     allow_project_mcp: bool = False
     """Start the project's MCP servers without asking (user file key, or `--allow-project-mcp`)."""
     images: bool = False
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    """`[sandbox]`: where the model's commands run (`core/sandbox.py`)."""
+    project_sandbox_mode: str = ""
+    """The project file's `[sandbox] mode`, applied only where it is stricter than the user's."""
     """The model accepts images: an MCP tool's images follow its result (`core/mcp/images.py`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
@@ -388,6 +411,8 @@ def load_config(
     config.base_url = flags.get("base_url", config.base_url) or None
     config.permission_mode = cast(PermissionMode, flags.get("permission_mode", config.permission_mode))
     config.tasks_version = cast(TaskVersion, flags.get("tasks", config.tasks_version))
+    if "sandbox" in flags:  # the person's choice for this run, over both files
+        config.sandbox = replace(config.sandbox, mode=flags["sandbox"])
     config.context_window = flags.get("context_window", config.context_window)
     config.reasoning_effort = flags.get("reasoning_effort", config.reasoning_effort)
     config.wire_api = flags.get("wire_api", config.wire_api)
@@ -460,6 +485,34 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
             del data[key]
             config.warnings.append(f"{path}: '{key}' ignored: set it in the user settings file or with a flag")
     config.project_allow = list(data.get("permissions", {}).get("allow", []))
+    _restrict_project_sandbox(config, path, data)
+
+
+_STRICTNESS: dict[str, int] = {"off": 0, "auto": 1, "workspace-write": 2, "read-only": 3}
+
+
+def _restrict_project_sandbox(config: Config, path: Path, data: dict[str, Any]) -> None:
+    """A project file may narrow the sandbox (a stricter mode), never widen it: `network`,
+    `writable` and a `mode` less strict than the user's are ignored with a warning. Run
+    before the files merge, so the project's mode is kept as `project_sandbox_mode`."""
+    table = data.pop("sandbox", None)
+    if not isinstance(table, dict):
+        return
+    for key in ("network", "writable", "auto_allow", "allow_unsandboxed"):
+        if key in table:
+            config.warnings.append(
+                f"{path}: [sandbox] {key} ignored: a project file cannot widen the sandbox (use the user settings file)"
+            )
+    mode = table.get("mode")
+    if mode is None:
+        return
+    if mode == "off":
+        config.warnings.append(
+            f'{path}: [sandbox] mode = "off" ignored: a project file cannot turn the sandbox off '
+            "(use --sandbox, /sandbox or the user settings file)"
+        )
+        return
+    config.project_sandbox_mode = mode
 
 
 def _merge(merged: dict[str, Any], data: dict[str, Any]) -> None:
@@ -508,3 +561,14 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.images = data.get("images", config.images)
     config.task_panel = data.get("ui", {}).get("task_panel", config.task_panel)
     config.notify = data.get("ui", {}).get("notify", config.notify)
+    sandbox = data.get("sandbox", {})
+    mode = sandbox.get("mode", config.sandbox.mode)
+    if _STRICTNESS.get(config.project_sandbox_mode, 0) > _STRICTNESS[mode]:
+        mode = config.project_sandbox_mode  # the project asked for a stricter one
+    config.sandbox = SandboxSettings(
+        mode,
+        bool(sandbox.get("network", False)),
+        tuple(sandbox.get("writable", ())),
+        bool(sandbox.get("auto_allow", True)),
+        bool(sandbox.get("allow_unsandboxed", False)),
+    )

@@ -22,6 +22,7 @@ from typing import Any
 
 from todo_agent.core import __version__
 from todo_agent.core.permissions.modes import MODES
+from todo_agent.core.sandbox import MODES as SANDBOX_MODES
 from todo_agent.core.settings import EFFORTS, WIRE_APIS, Config, SettingsError, load_config
 from todo_agent.core.stop_signals import exit_status, on_stop_signals
 
@@ -46,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--wire-api", choices=WIRE_APIS, help="chat, responses (OpenAI's Responses API) or auto (the default)"
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help="run the model's commands in bubblewrap: workspace-write, read-only, auto or off (the default)",
     )
     parser.add_argument("--permission-mode", choices=MODES, help="default, acceptEdits, plan or bypassPermissions")
     parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
@@ -139,6 +145,7 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         "context_window": args.context_window,
         "reasoning_effort": args.reasoning_effort,
         "wire_api": args.wire_api,
+        "sandbox": args.sandbox,
         "allow_project_hooks": args.allow_project_hooks or None,
         "mcp_config": args.mcp_config,
         "allow_project_mcp": args.allow_project_mcp or None,

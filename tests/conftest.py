@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from todo_agent.core import sandbox as sandbox_module
 from todo_agent.core.mcp.config import ServerSpec
 from todo_agent.core.mcp.manager import McpManager
 from todo_agent.core.model.scripted import ScriptedModel
@@ -54,6 +55,20 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     if name is not None and not _is_loopback(name):
         raise socket.gaierror(f"tests may not resolve {name!r}")
     return _real_getaddrinfo(host, *args, **kwargs)
+
+
+REAL_PROBE = sandbox_module.probe
+
+
+@pytest.fixture(autouse=True)
+def _no_bubblewrap_by_default(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's start-up and every command read the same on a machine with bubblewrap and
+    one without (snapshots, notices): bubblewrap is "not installed" unless a test asks for
+    the real one with the `real_bwrap` fixture (`tests/test_sandbox.py`)."""
+    if "real_bwrap" not in request.fixturenames:
+        absent = sandbox_module.Probe(None, problem="bubblewrap is not probed in this test")
+        monkeypatch.setattr(sandbox_module, "probe", lambda: absent)
+        monkeypatch.setenv("TODO_AGENT_BWRAP", "/nonexistent/bwrap")  # and todo-agent run as a process
 
 
 @pytest.fixture(autouse=True)

@@ -27,9 +27,11 @@ class RecordingHost:
         self.runtime = runtime
         self.tasks_seen = ""
         self.calls: list[str] = []
+        self.said: list[Entry] = []
 
     async def say(self, entry: Entry) -> None:
         self.calls.append(f"say {type(entry).__name__}")
+        self.said.append(entry)
 
     async def new_session(self) -> None:
         self.calls.append("new_session")
@@ -48,6 +50,9 @@ class RecordingHost:
 
     async def show_mode(self) -> None:
         self.calls.append("show_mode")
+
+    def show_sandbox(self) -> None:
+        self.calls.append("show_sandbox")
 
     def switch_model(self, spec: str) -> bool:
         self.calls.append("switch_model")

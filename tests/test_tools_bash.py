@@ -232,7 +232,9 @@ async def test_bad_arguments(ctx: ToolContext, args: dict[str, Any], message: st
 async def test_timeout_default_and_clamp(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[float] = []
 
-    async def fake_run(command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None) -> ToolResult:
+    async def fake_run(
+        command: str, cwd: Path, time_limit: float, env: dict[str, str] | None = None, **_: object
+    ) -> ToolResult:
         seen.append(time_limit)
         return ToolResult("")
 

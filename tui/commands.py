@@ -22,6 +22,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/new", "Start a new session with an empty task list"),
     SlashCommand("/resume", "Pick an earlier session to resume"),
     SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
+    SlashCommand("/sandbox", "Show the sandbox, or switch it for this session", "[on|off|auto|read-only]"),
     SlashCommand("/goal", "Work until every task is completed and every check passes (no text: the list)", "[TEXT]"),
     SlashCommand("/mode", "Cycle the permission mode, or set one by name", "[MODE]"),
     SlashCommand("/model", "Show the model, or switch to another", "[NAME]"),
@@ -80,7 +81,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+c twice, ctrl+q", "quit"),
 )
 PANEL_KEYS = (
-    "a add · e edit · v check · space/x tick · d delete · shift+up/K, shift+down/J move · "
+    "a add · e edit · v check · b budget · space/x tick · d delete · shift+up/K, shift+down/J move · "
     "enter what it changed · r rewind its files · u undo your last change"
 )
 

@@ -314,6 +314,7 @@ class Team:
             budget=dataclasses.replace(main.budget),
             counter=TokenCounter(),
             agent=child.ref,
+            sandbox=main.sandbox,
             files=FileLedger(self.holds.holder_for(child.ref), self.holds.wrote_by(child.ref, lambda: key)),
         )
 

@@ -41,6 +41,7 @@ from ..model.history import CANCELLED
 from ..permissions.modes import ApprovalAnswer, ApprovalRequest, Approver
 from ..permissions.policy import SHELL, Decision, PermissionPolicy
 from ..permissions.rules import Rule
+from ..sandbox import MARK as SANDBOX_MARK
 from ..tools.base import Tool, parse_arguments
 from ..tools.context import ToolContext
 from ..tools.ledger import FileLedger
@@ -91,6 +92,8 @@ class BatchDeps:
     record: Callable[[str, str, Status], str]
     """Puts a call's result (call id, output, status) into history; returns the output as
     kept there (a huge one is cut to fit the window)."""
+    sandboxed: Callable[[], bool] = lambda: False
+    """Whether commands run in the OS sandbox now: their block says so (`⛶`)."""
     turn_allow: Sequence[Rule] = ()
     """What this agent's running turn alone allows (a custom command's `allowed-tools`):
     handed to the shared gate with each decision, so no other agent's turn can end it."""
@@ -259,7 +262,10 @@ class BatchRunner:
     def _summary(self, item: Prepared) -> str:
         if item.tool is not None:
             try:
-                return item.tool.summarize(item.args)
+                summary = item.tool.summarize(item.args)
+                outside = item.checked.get("sandbox") is False
+                boxed = item.tool.name == "Bash" and not outside and self.deps.sandboxed()
+                return f"{SANDBOX_MARK} {summary}" if boxed else summary
             except Exception:  # a summary is cosmetic; never let it break the batch
                 log.exception("summarize failed for %s", item.call.name)
         return ""

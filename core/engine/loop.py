@@ -62,6 +62,7 @@ from ..model.scripted import ScriptError
 from ..permissions.modes import Approver
 from ..permissions.policy import PermissionPolicy
 from ..permissions.rules import Rule
+from ..sandbox import Sandbox
 from ..session.directory import SERVER_RECORD
 from ..session.transcript import Session
 from ..tasks import budgets
@@ -128,6 +129,8 @@ class Agent:
     """What this agent last read of each file (Edit and Write refuse a stale one)."""
     requests: RequestBudget | None = None
     """The running turn's request budget (its sub-agents spend from it too)."""
+    sandbox: Sandbox | None = None
+    """Where the model's commands run (`core/sandbox.py`), shared with its sub-agents."""
     _compact_soon: str | None = field(default=None, repr=False)
     """A `/compact` asked for while the turn runs: its focus, done before the next request."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
@@ -622,6 +625,7 @@ class Agent:
             self.lifecycle,
             lambda call_id: self._tool_context(call_id, turn),
             lambda call_id, output, status: self._record(call_id, self._with_budget_note(turn, output), status),
+            lambda: self.sandbox is not None and self.sandbox.active != "off",
             turn.allow,
         )
 
@@ -652,6 +656,7 @@ class Agent:
             files=self.files,
             host_allowed=lambda host: self.permissions.host_named(host, turn.allow),
             ask_model=ask_model,
+            sandbox=self.sandbox,
         )
 
     def _record(self, call_id: str, output: str, status: Status) -> str:

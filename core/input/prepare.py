@@ -29,6 +29,7 @@ from ..permissions.command_forms import analyse
 from ..permissions.modes import ApprovalRequest, Approver
 from ..permissions.policy import Decision, PermissionPolicy
 from ..permissions.rules import Rule
+from ..sandbox import Sandbox
 from ..tools.bash import BASH, DEFAULT_TIMEOUT, child_env, run_command
 from ..tools.results import ToolError
 from .approvals import approve, is_approved
@@ -58,6 +59,8 @@ class InputPreparer:
     model_for: Callable[[CustomCommand], ChatModel | str]
     """A command's `model`: the client to use, or why it cannot be used."""
     hidden_env: frozenset[str]
+    sandbox: Sandbox | None = None
+    """A command file's `` !`cmd` `` lines are the model's kind of command: sandboxed like Bash."""
 
     async def __call__(self, text: str) -> AsyncIterator[Event | PreparedPrompt]:
         name, arguments = split_command(text)
@@ -164,7 +167,9 @@ class InputPreparer:
     async def _run(self, line: ShellLine) -> str:
         env = {**child_env(self.hidden_env), **dict(line.env)}
         try:
-            result = await run_command(line.text, self.permissions.workspace, DEFAULT_TIMEOUT, env)
+            result = await run_command(
+                line.text, self.permissions.workspace, DEFAULT_TIMEOUT, env, sandbox=self.sandbox
+            )
         except ToolError as exc:
             return f"Error: {exc}"
         return result.output

@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -105,6 +105,12 @@ class Touch:
     """None: the argument holds something that is not a path (the call asks)."""
 
 
+SANDBOXED = "runs in the sandbox (auto_allow)"
+"""The reason of a command allowed because the sandbox holds it."""
+UNSANDBOXED = "it asks to run outside the sandbox (sandbox: false), with your files, network and credentials"
+"""Why a command the model wants to run unsandboxed asks."""
+
+
 @dataclass
 class PermissionPolicy:
     workspace: Path
@@ -124,6 +130,15 @@ class PermissionPolicy:
     the model's edit would run as trusted code."""
     network_tools: set[str] = field(default_factory=set)
     """Tools declared to read the network: their `domain:` allow rules may name a private host."""
+    sandbox_on: Callable[[], bool] = field(default=lambda: False)
+    """Whether the model's commands run in the OS sandbox now (`core/sandbox.py`)."""
+    allow_unsandboxed: bool = False
+    """`[sandbox] allow_unsandboxed` (the user file only): an allow rule naming a command may
+    let it run outside the sandbox unasked (headless); otherwise that always asks."""
+    sandboxed: Callable[[], bool] = field(default=lambda: False)
+    """Whether commands run in the OS sandbox with `auto_allow` now (`core/sandbox.py`): a
+    command the rules would ask about runs without asking. Deny rules, plan mode and a
+    command that cannot be read against the deny rules (it asks) still apply."""
 
     def __post_init__(self) -> None:
         self.bypass_in_cycle = self.bypass_in_cycle or self.mode == "bypassPermissions"
@@ -191,8 +206,14 @@ class PermissionPolicy:
             return Decision("allow")
         if self.mode == "acceptEdits" and tool.kind == "edit" and any(t.use in WRITES for t in touched):
             return Decision("allow")  # every path it writes is in the workspace and not protected (above)
+        return self._asked(tool)
+
+    def _asked(self, tool: Declared) -> Decision:
+        """What no rule decided: asked, unless the sandbox holds a command (`auto_allow`)."""
         if server := mcp_server(tool.name):
             return Decision("ask", f"a tool of the MCP server {server}: MCP calls ask in {self.mode} mode")
+        if tool.kind == "execute" and tool.name == "Bash" and self.sandboxed():
+            return Decision("allow", SANDBOXED)
         return Decision("ask", f"{tool.name} needs approval in {self.mode} mode")
 
     def decide_check(self, command: str, turn: Sequence[Rule] = ()) -> Decision:
@@ -227,6 +248,8 @@ class PermissionPolicy:
             return Decision("deny", f"{tool.name} is denied by the permission rule {denied}")
         if denied == "maybe" and (uncertain := self._uncertain(tool, args, turn)) is not None:
             return uncertain
+        if self.mode != "plan" and (outside := self._unsandboxed(tool, args)) is not None:
+            return outside
         if self.mode == "bypassPermissions":
             return Decision("allow")
         if self.mode == "plan" and tool.kind in ("edit", "execute"):
@@ -274,6 +297,16 @@ class PermissionPolicy:
         if analysis is not None and any(r.matches_command_text(analysis.script) for r in exact):
             return Decision("allow")
         return Decision("ask", reason)
+
+    def _unsandboxed(self, tool: Declared, args: Mapping[str, Any]) -> Decision | None:
+        """A command the model asks to run outside the sandbox (`sandbox: false`) while it is
+        on: it always asks (in every mode, never auto-allowed, no session rule offered),
+        unless `allow_unsandboxed` and an allow rule of the settings name the command."""
+        if tool.name != "Bash" or args.get("sandbox") is not False or not self.sandbox_on():
+            return None
+        if self.allow_unsandboxed and self._command_allowed(tool, args, list(self.allow)):
+            return Decision("allow", "allow_unsandboxed and an allow rule name it")
+        return Decision("ask", UNSANDBOXED)
 
     def _denied(self, tool: Declared, args: Mapping[str, Any]) -> Rule | Literal["maybe", "no"]:
         """The deny rule that matches the call (named in the denial, so the person knows
@@ -335,6 +368,8 @@ class PermissionPolicy:
         """
         if tool.name == "Bash":
             command = args.get("command")
+            if args.get("sandbox") is False and self.sandbox_on():
+                return ""  # outside the sandbox asks every time: no rule to remember
             return suggest_command_rule(command) if isinstance(command, str) else "Bash()"
         if tool.network is not None:
             host = _url_host(args.get(tool.network))

@@ -15,10 +15,12 @@ from asyncio.subprocess import DEVNULL, STDOUT, Process
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from ..pipes import PROC, CappedOutput, open_read_pipe, stop_group
+from ..sandbox import Sandbox, SandboxUnavailable, failure_note
 from .arguments import Arguments, Count, Hint, Text
 from .base import declare, short
 from .context import HIDDEN_ENV, ToolContext
@@ -81,13 +83,11 @@ def _timeout_note(seconds: float, escaped: list[str]) -> str:
     return note + "it and everything it started were killed."
 
 
-async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
+async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
     output, pipe, write_fd = await open_read_pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             env=env,
             stdin=DEVNULL,
@@ -98,7 +98,7 @@ async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
     except BaseException as exc:
         pipe.close()
         if isinstance(exc, OSError):
-            raise ToolError(f"Cannot start /bin/bash in {cwd}: {exc.strerror or exc}") from exc
+            raise ToolError(f"Cannot start {argv[0]} in {cwd}: {exc.strerror or exc}") from exc
         raise
     finally:
         # The command holds the write end now; EOF comes when it and its children let go.
@@ -106,11 +106,11 @@ async def _spawn(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
     return _Shell(proc, output, pipe)
 
 
-async def _start(command: str, cwd: Path, env: dict[str, str]) -> _Shell:
+async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
     """Spawn the shell. Starting takes several event-loop steps, and the shell may already
     be running when an interrupt arrives; finish starting it then, so its group can be
     killed (asyncio's own clean-up would kill the shell alone and orphan its children)."""
-    spawning = asyncio.ensure_future(_spawn(command, cwd, env))
+    spawning = asyncio.ensure_future(_spawn(argv, cwd, env))
     try:
         return await asyncio.shield(spawning)
     except asyncio.CancelledError:
@@ -168,15 +168,18 @@ async def run_command(
     time_limit: float,
     env: dict[str, str] | None = None,
     output: CappedOutput | None = None,
+    *,
+    sandbox: Sandbox | None = None,
 ) -> ToolResult:
     """Run `command` with bash in its own process group and collect capped output.
 
     Returns when the shell exits. Background jobs it started keep running, and what they
     write after the short grace is not collected. `env` defaults to `child_env()`.
     `output`: collect into this one, so a caller whose run is interrupted (esc, which
-    kills the command) still has what it printed until then.
+    kills the command) still has what it printed until then. `sandbox`: run it inside
+    (`core/sandbox.py`) when that is on.
     """
-    return (await run_shell(command, cwd, time_limit, env, output)).result
+    return (await run_shell(command, cwd, time_limit, env, output, sandbox=sandbox)).result
 
 
 async def run_shell(
@@ -187,10 +190,16 @@ async def run_shell(
     output: CappedOutput | None = None,
     *,
     started: Callable[[int], Awaitable[None]] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Ran:
     """`run_command`, saying how it ended. `started(pgid)` is awaited once the shell runs,
     before its exit is waited for (a task's check records its process group there)."""
-    shell = await _start(command, cwd, child_env() if env is None else env)
+    argv = ["/bin/bash", "-c", command]
+    try:
+        argv = sandbox.wrap(argv, cwd) if sandbox is not None else argv
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from exc
+    shell = await _start(argv, cwd, child_env() if env is None else env)
     proc = shell.proc
     output = capped_output() if output is None else output
     reading = asyncio.ensure_future(_read_into(shell.output, output))
@@ -215,8 +224,18 @@ async def run_shell(
         reading.cancel()
         shell.close()
     if code != 0:
-        return Ran(code, with_note(output.text(), _exit_note(code)))
+        text = with_note(output.text(), _exit_note(code))
+        boxed = sandbox is not None and argv[0] != "/bin/bash"
+        note = failure_note(text, sandbox) if boxed and sandbox is not None else ""
+        return Ran(code, with_note(text, note) if note else text)
     return Ran(0, output.text())
+
+
+def _sandbox_flag(value: Any) -> bool:
+    """True unless the model asked for false (`false`, `"false"`): left out is sandboxed."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value is not False
 
 
 class BashArgs(Arguments):
@@ -228,6 +247,9 @@ class BashArgs(Arguments):
         f"values of {_MILLISECONDS_FROM} or more are read as milliseconds.",
     )
     description: Hint = Field(None, description="A few words on what the command does, shown to the person.")
+    sandbox: Annotated[bool, BeforeValidator(_sandbox_flag)] = Field(
+        True, description="false: run outside the sandbox (when it is on); always asks, so say why in description."
+    )
 
 
 async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
@@ -239,7 +261,9 @@ async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
         # when the limit is 600, so such values are read that way.
         timeout = round(timeout / 1000)
     timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
-    return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env))
+    # Outside only as asked, and only after the gate asked the person (`PermissionPolicy._unsandboxed`).
+    sandbox = ctx.sandbox if args.sandbox else None
+    return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env), sandbox=sandbox)
 
 
 BASH = declare("Bash", BashArgs, _bash, kind="execute", summarize=lambda args: short(args.get("command", "")))

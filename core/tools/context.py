@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..events import Event
     from ..lifecycle import Gate, TaskChange
+    from ..sandbox import Sandbox
     from ..session.transcript import Session
     from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
@@ -61,6 +62,8 @@ class ToolContext:
     command_denied: Callable[[str], str] = field(default=lambda command: "")
     """Why a deny rule refuses running this command now (a task's check), or ""."""
     check_timeout: float = 600.0
+    sandbox: Sandbox | None = None
+    """Where the model's commands run (`core/sandbox.py`); None: unconfined."""
     """Seconds a task's check may run before it is killed (the Bash tool's longest)."""
 
     def emit(self, event: Event) -> None:

@@ -51,7 +51,13 @@ async def run_check(task: Task, ctx: ToolContext, store: TaskStore) -> CheckRun:
 
     try:
         ran = await run_shell(
-            command, ctx.workspace, ctx.check_timeout, child_env(ctx.hidden_env), output, started=started
+            command,
+            ctx.workspace,
+            ctx.check_timeout,
+            child_env(ctx.hidden_env),
+            output,
+            started=started,
+            sandbox=ctx.sandbox,
         )
     except asyncio.CancelledError:
         run = CheckRun(at, None, time.monotonic() - began, tail(output.text() + "\n(interrupted)"), command)

@@ -176,6 +176,7 @@ class MainScreen(Screen[None]):
             self.query_one(PromptInput).cursor_blink = False
         self.status.set_model(self.runtime.model_label)
         self.status.mode = self.runtime.mode
+        self.show_sandbox()
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
@@ -704,6 +705,9 @@ class MainScreen(Screen[None]):
     async def cycle_mode(self) -> None:
         self.runtime.cycle_mode()
         await self.show_mode()
+
+    def show_sandbox(self) -> None:
+        self.status.set_sandbox(self.runtime.sandbox.active != "off")
 
     async def show_mode(self) -> None:
         self.status.mode = self.runtime.mode

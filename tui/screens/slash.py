@@ -12,6 +12,7 @@ from typing import Protocol
 
 from todo_agent.core.permissions.modes import MODES
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.sandbox import SandboxMode
 from todo_agent.core.settings import EFFORTS
 from todo_agent.core.tasks.history import render as render_history
 from todo_agent.core.tasks.render import render_tasks
@@ -43,6 +44,9 @@ class CommandHost(Protocol):
 
     async def show_mode(self) -> None:
         """The status line's mode and a notice, after the mode changed."""
+
+    def show_sandbox(self) -> None:
+        """The status line's `⛶`, after `/sandbox` switched it."""
 
     def switch_model(self, spec: str) -> bool:
         """Use the model `spec` from now on; False when a running turn forbids it."""
@@ -192,7 +196,30 @@ async def _model(host: CommandHost, argument: str) -> None:
     await host.say(NoticeEntry(f"model: {runtime.model_name}"))
 
 
+_SANDBOX_WORDS: dict[str, SandboxMode] = {
+    "on": "workspace-write",
+    "workspace-write": "workspace-write",
+    "read-only": "read-only",
+    "off": "off",
+    "auto": "auto",
+}
+
+
+async def _sandbox(host: CommandHost, argument: str) -> None:
+    sandbox = host.runtime.sandbox
+    word = argument.strip().lower()
+    if word and word not in _SANDBOX_WORDS:
+        await host.say(NoticeEntry(f"/sandbox takes on, off, auto or read-only, not {argument[:40]!r}", "warning"))
+        return
+    if word:
+        sandbox.set_mode(_SANDBOX_WORDS[word])
+        host.show_sandbox()
+    unable = sandbox.active == "off" and sandbox.mode != "off"
+    await host.say(NoticeEntry("\n".join(sandbox.describe()), "warning" if unable else "info"))
+
+
 _READ_ARGUMENT: dict[str, Callable[[CommandHost, str], Awaitable[None]]] = {
+    "/sandbox": _sandbox,
     "/todos": _todos,
     "/mode": _mode,
     "/model": _model,

@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from todo_agent.core.events import Usage
+from todo_agent.core.sandbox import MARK as SANDBOX_MARK
 
 from ..sanitize import sanitize
 from .spinner import Spinner
@@ -136,6 +137,7 @@ class StatusLine(Horizontal):
         self._context_text = ""
         self._mcp_text = ""
         self._goal_text = ""
+        self._sandboxed = False
 
     def compose(self) -> ComposeResult:
         # The fullest idle wording until `_fit` knows the width: the first frame is drawn
@@ -165,6 +167,11 @@ class StatusLine(Horizontal):
         label = self.query_one("#status-goal", Static)
         label.update(text)
         label.display = bool(text)
+        self._fit()
+
+    def set_sandbox(self, on: bool) -> None:
+        """`⛶` after the mode while the model's commands run in the sandbox."""
+        self._sandboxed = on
         self._fit()
 
     def set_usage_detail(self, text: str) -> None:
@@ -245,7 +252,7 @@ class StatusLine(Horizontal):
 
     def _wordings(self) -> list[_Wording]:
         """From the fullest wording to the shortest: hints go first, then the clock."""
-        mode = MODE_LABELS.get(self.mode, self.mode)
+        mode = MODE_LABELS.get(self.mode, self.mode) + (f" {SANDBOX_MARK}" if self._sandboxed else "")
         what = f"approval · {self._waiting}" if self._waiting else self._current_activity()
         if not self.busy:
             return [_Wording(what, f"{mode} (shift+tab)"), _Wording(what, mode)]
