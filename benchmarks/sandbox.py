@@ -1,5 +1,6 @@
 """What the sandbox costs a small command: `true` through todo-agent's Bash path (bash in
-its own process group, output collected), unsandboxed and inside bubblewrap.
+its own process group, output collected), unsandboxed, inside bubblewrap, and inside with
+a domain allow-list (the relay, a Python process, starts first).
 
     python benchmarks/sandbox.py --runs 200
 
@@ -43,15 +44,21 @@ async def main(runs: int) -> None:
         workspace = Path(folder)
         await asyncio.to_thread(subprocess.run, ["git", "init", "-q", folder], check=True)
         boxed = Sandbox(workspace, SandboxSettings("workspace-write"), found=found)
+        proxied = Sandbox(workspace, SandboxSettings("workspace-write", network=("pypi.org",)), found=found)
         plain: list[float] = []
         inside: list[float] = []
+        relayed: list[float] = []
         for _ in range(runs):
             plain.append(await timed("true", workspace, None))
             inside.append(await timed("true", workspace, boxed))
-    for name, times in (("unsandboxed", plain), ("sandboxed", inside)):
+            relayed.append(await timed("true", workspace, proxied))
+        proxied.close()
+    for name, times in (("unsandboxed", plain), ("sandboxed", inside), ("with proxy", relayed)):
         print(f"{name:12} min {min(times):6.2f}  median {statistics.median(times):6.2f}  max {max(times):6.2f} ms")
+    base = statistics.median(plain)
     print(
-        f"median cost of the sandbox: {statistics.median(inside) - statistics.median(plain):+.2f} ms ({found.version})"
+        f"median cost: sandbox {statistics.median(inside) - base:+.2f} ms, with the domain proxy "
+        f"{statistics.median(relayed) - base:+.2f} ms ({found.version})"
     )
 
 

@@ -751,6 +751,7 @@ class Runtime:
         """Let go of the session (its lock); the runtime is not used after. Any MCP server
         still running (its loop ended without stopping it) is killed with its group."""
         self.mcp.kill_now()
+        self.sandbox.close()
         self.session.close()
 
     def set_approver(self, approver: Approver | None) -> None:

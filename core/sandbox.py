@@ -37,16 +37,21 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
+
+from .netproxy import RELAY_PORT, Connect, DomainProxy
 
 SandboxMode = Literal["off", "workspace-write", "read-only", "auto"]
 MODES: tuple[SandboxMode, ...] = ("off", "workspace-write", "read-only", "auto")
 PROTECTED = (".git/hooks", ".git/config", ".todo-agent", ".claude", ".mcp.json")
 """Workspace places read-only inside the sandbox, relative to the workspace."""
 INSTALL = "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
+PROXY_INSIDE = "/tmp/.todo-agent-proxy.sock"
+"""Where the domain proxy's socket is inside the sandbox (its private /tmp)."""
 MARK = "⛶"
 """How the tool block and the status line say a command ran sandboxed."""
 
@@ -56,7 +61,8 @@ class SandboxSettings:
     """The `[sandbox]` table."""
 
     mode: SandboxMode = "off"
-    network: bool = False
+    network: bool | tuple[str, ...] = False
+    """True: all of it; a tuple of domains: those only, through the proxy (`netproxy.py`)."""
     writable: tuple[str, ...] = ()
     auto_allow: bool = True
     """A command the rules would ask about runs without asking while it runs sandboxed."""
@@ -105,6 +111,11 @@ def probe() -> Probe:
     return Probe(path, version)
 
 
+def installed() -> bool:
+    """Whether a `bwrap` is there to try (`$TODO_AGENT_BWRAP`, else on `PATH`), without running it."""
+    return shutil.which(os.environ.get("TODO_AGENT_BWRAP") or "bwrap") is not None
+
+
 class SandboxUnavailable(Exception):
     """A sandbox mode was asked for explicitly and bubblewrap cannot run: commands are refused."""
 
@@ -119,6 +130,10 @@ class Sandbox:
     """Places shown empty inside (todo-agent's data, literal `Read(…)` deny paths)."""
     found: Probe | None = None
     """Bubblewrap as probed (None: probed when first needed)."""
+    proxy: DomainProxy | None = None
+    """The domain proxy, once a command needed it (`network` names domains)."""
+    connect: Connect | None = None
+    """How the proxy reaches an allowed host (None: the network; a test's own server)."""
 
     @property
     def bwrap(self) -> Probe:
@@ -138,6 +153,24 @@ class Sandbox:
             return "workspace-write" if self.bwrap.works else "off"
         return mode
 
+    @property
+    def domains(self) -> tuple[str, ...]:
+        network = self.settings.network
+        return network if isinstance(network, tuple) else ()
+
+    async def prepare(self) -> None:
+        """Before a command: start the domain proxy when the network is a list of domains."""
+        if self.active != "off" and self.domains:
+            if self.proxy is None or self.proxy.domains != self.domains:
+                self.close()
+                self.proxy = DomainProxy(self.domains, self.connect)
+            await self.proxy.start()
+
+    def close(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+
     def set_mode(self, mode: SandboxMode) -> None:
         self.settings = replace(self.settings, mode=mode)
 
@@ -147,8 +180,14 @@ class Sandbox:
         return self.active != "off" and self.settings.auto_allow
 
     def start_notice(self) -> str | None:
-        """One line at start: the sandbox is available but off, or `auto` could not turn it on."""
-        if self.settings.mode == "off" and self.bwrap.works:
+        """One line at start: the sandbox is available but off, or `auto` could not turn it on.
+        Off, bubblewrap is only looked for on PATH (no trial run: the launch stays quick);
+        `/sandbox on` tries it and says if it cannot run."""
+        if self.settings.mode == "off":
+            if self.found is None and not installed():
+                return None
+            if self.found is not None and not self.found.works:
+                return None
             return (
                 "bubblewrap is available: /sandbox on runs the model's commands in a sandbox "
                 "(writes held to the workspace, no network)"
@@ -166,7 +205,7 @@ class Sandbox:
         if active != "off":
             lines.append(f"writable: {', '.join(self.writable_places()) or 'nothing'} (and a private /tmp)")
             lines.append(f"read-only inside the workspace: {', '.join(PROTECTED)}")
-            lines.append(f"network: {'on' if self.settings.network else 'off (not even the host loopback)'}")
+            lines.append(f"network: {_network_line(self.settings.network)}")
             asks = "run without asking (auto_allow)" if self.settings.auto_allow else "ask as the rules say"
             lines.append(f"commands the rules would ask about: {asks}; deny rules and plan mode still apply")
         lines.append(f"bubblewrap: {self.bwrap.version or self.bwrap.path or 'not found'}")
@@ -189,7 +228,14 @@ class Sandbox:
                 f"the sandbox ({active}) cannot run, so this command was not run: {self.bwrap.problem}. "
                 "The person can /sandbox off to run commands unconfined."
             )
-        return [self.bwrap.path, *bwrap_arguments(self, active, cwd), "--", *argv]
+        args = bwrap_arguments(self, active, cwd)
+        if self.domains and self.proxy is not None:  # `prepare` started it
+            args += ["--bind", str(self.proxy.path), PROXY_INSIDE]
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+                args += ["--setenv", name, f"http://127.0.0.1:{RELAY_PORT}"]
+            relay = [sys.executable, "-I", str(Path(__file__).with_name("netrelay.py")), PROXY_INSIDE, str(RELAY_PORT)]
+            argv = [*relay, "--", *argv]
+        return [self.bwrap.path, *args, "--", *argv]
 
 
 def bwrap_arguments(sandbox: Sandbox, active: str, cwd: Path) -> list[str]:
@@ -206,7 +252,7 @@ def bwrap_arguments(sandbox: Sandbox, active: str, cwd: Path) -> list[str]:
     for path in _existing(sandbox.hidden):
         args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     args += ["--unshare-all"]
-    if sandbox.settings.network:
+    if sandbox.settings.network is True:
         args += ["--share-net"]
     args += ["--die-with-parent", "--new-session", "--chdir", str(cwd)]
     return args
@@ -217,6 +263,14 @@ NESTED_DEPTH = 4
 _NESTED_BUDGET = 5_000
 """Folders looked at, at most, per command: a huge tree is not walked."""
 _SKIP = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "target"})
+
+
+def _network_line(network: bool | tuple[str, ...]) -> str:
+    if network is True:
+        return "on"
+    if network:
+        return f"only {', '.join(network)} (and their subdomains), through todo-agent's proxy"
+    return "off (not even the host loopback)"
 
 
 def protected_paths(workspace: Path) -> list[Path]:
@@ -283,6 +337,9 @@ SANDBOX_HINTS = (
     ("Could not resolve host", "the network (off in the sandbox)"),
     ("Name or service not known", "the network (off in the sandbox)"),
     ("Connection refused", "the network (off in the sandbox: not even the host's loopback)"),
+    ("CONNECT tunnel failed, response 403", "hosts not in [sandbox] network"),
+    ("Tunnel connection failed: 403", "hosts not in [sandbox] network"),
+    ("is not in [sandbox] network", "hosts not in [sandbox] network"),
     ("Couldn't connect to server", "the network (off in the sandbox: not even the host's loopback)"),
     ("Failed to establish a new connection", "the network (off in the sandbox: not even the host's loopback)"),
 )
@@ -294,7 +351,7 @@ def failure_note(output: str, sandbox: Sandbox) -> str:
     thinks the code is broken; "" otherwise."""
     tail = output[-4_000:]
     causes = list(dict.fromkeys(cause for needle, cause in SANDBOX_HINTS if needle in tail))
-    if not causes or (sandbox.settings.network and all("network" in c for c in causes)):
+    if not causes or (sandbox.settings.network is True and all("network" in c for c in causes)):
         return ""
     writable = ", ".join(sandbox.writable_places()) or "nothing"
     return (

@@ -224,8 +224,8 @@ def _check_sandbox(table: dict[str, Any]) -> str | None:
     for key, value in table.items():
         if key == "mode" and value not in SANDBOX_MODES:
             return f"[sandbox] mode must be one of {', '.join(SANDBOX_MODES)}, not {str(value)[:40]!r}"
-        if key == "network" and not isinstance(value, bool):
-            return "[sandbox] network must be true or false (a list of domains is not supported yet)"
+        if key == "network" and not (isinstance(value, bool) or _is_str_list(value)):
+            return "[sandbox] network must be true, false or a list of domains"
         if key == "writable" and not _is_str_list(value):
             return "[sandbox] writable must be a list of paths"
         if key in ("auto_allow", "allow_unsandboxed") and not isinstance(value, bool):
@@ -488,6 +488,10 @@ def _restrict_project_settings(config: Config, path: Path, data: dict[str, Any])
     _restrict_project_sandbox(config, path, data)
 
 
+def _network(value: bool | list[str]) -> bool | tuple[str, ...]:
+    return value if isinstance(value, bool) else tuple(d.strip() for d in value if d.strip()) or False
+
+
 _STRICTNESS: dict[str, int] = {"off": 0, "auto": 1, "workspace-write": 2, "read-only": 3}
 
 
@@ -567,7 +571,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
         mode = config.project_sandbox_mode  # the project asked for a stricter one
     config.sandbox = SandboxSettings(
         mode,
-        bool(sandbox.get("network", False)),
+        _network(sandbox.get("network", False)),
         tuple(sandbox.get("writable", ())),
         bool(sandbox.get("auto_allow", True)),
         bool(sandbox.get("allow_unsandboxed", False)),

@@ -180,12 +180,12 @@ async def test_an_explicit_mode_without_bubblewrap_refuses_and_auto_runs_unconfi
 def test_a_project_file_may_narrow_the_sandbox_but_never_widen_it(workspace: Path, isolated_home: Path) -> None:
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "todo-agent" / "settings.toml"
     user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text('[sandbox]\nmode = "workspace-write"\nwritable = ["~/.cache/pip"]\n')
+    user.write_text('[sandbox]\nmode = "workspace-write"\nwritable = ["~/.cache/pip"]\nnetwork = ["pypi.org"]\n')
     project = workspace / ".todo-agent" / "settings.toml"
     project.parent.mkdir()
     project.write_text('[sandbox]\nmode = "off"\nnetwork = true\nwritable = ["/"]\n')
     config = load_config(workspace)
-    assert config.sandbox == SandboxSettings("workspace-write", False, ("~/.cache/pip",))
+    assert config.sandbox == SandboxSettings("workspace-write", ("pypi.org",), ("~/.cache/pip",))
     assert sum("cannot widen the sandbox" in w for w in config.warnings) == 2
     assert any('mode = "off" ignored' in w for w in config.warnings)
     project.write_text('[sandbox]\nmode = "read-only"\n')
@@ -312,3 +312,67 @@ async def test_sandbox_false_is_denied_headless_unless_allow_unsandboxed_and_a_r
     assert (outside / "made").exists() == unsandboxed
     if not unsandboxed:
         assert "outside the sandbox" in finished.output
+
+
+async def test_escape_kills_everything_the_sandboxed_command_started(workspace: Path, real_bwrap: Probe) -> None:
+    marker = f"sleep 4{uuid.uuid4().int % 1000:03d}"
+    command = f"({marker} &) ; {marker}"
+    running = asyncio.ensure_future(
+        run_command(command, workspace, 60, child_env(), sandbox=boxed(workspace, real_bwrap))
+    )
+    for _ in range(100):
+        if await asyncio.to_thread(pgrep, marker):
+            break
+        await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(pgrep, marker), "the command never started"
+    running.cancel()  # what escape does to the running tool call
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    for _ in range(50):
+        left = await asyncio.to_thread(pgrep, marker)
+        if not left:
+            break
+        await asyncio.sleep(0.1)
+    assert not left
+
+
+def test_at_start_an_installed_bubblewrap_is_offered_without_running_it(workspace: Path, real_bwrap: Probe) -> None:
+    off = Sandbox(workspace, SandboxSettings("off"))
+    assert "bubblewrap is available: /sandbox on" in (off.start_notice() or "")
+    assert off.found is None  # looked for on PATH only: the launch runs no bwrap
+
+
+FETCH = "python3 -c \"import urllib.request as u; print(u.urlopen('{url}', timeout=5).read().decode())\""
+
+
+async def test_a_domain_allow_list_reaches_those_hosts_through_the_proxy_and_refuses_the_rest(
+    workspace: Path, real_bwrap: Probe
+) -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 20\r\nConnection: close\r\n\r\nhello from pypi.test")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reached: list[str] = []
+
+    async def connect(host: str, _port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reached.append(host)  # the test's stand-in for the network: no outside host is ever used
+        return await asyncio.open_connection("127.0.0.1", port)
+
+    box = boxed(workspace, real_bwrap, network=("pypi.test",))
+    box.connect = connect
+    try:
+        ok, output = await sh(box, FETCH.format(url="http://files.pypi.test/simple/"))
+        assert ok and "hello from pypi.test" in output, output
+        ok, output = await sh(box, FETCH.format(url="https://evil.test/"))
+        assert not ok and "Tunnel connection failed: 403" in output and "hosts not in [sandbox] network" in output
+        ok, output = await sh(box, FETCH.format(url="http://evil.test/"))
+        assert not ok and "403" in output
+        assert reached == ["files.pypi.test"]
+        assert "only pypi.test" in "\n".join(box.describe())
+    finally:
+        box.close()
+        server.close()

@@ -196,7 +196,9 @@ async def run_shell(
     before its exit is waited for (a task's check records its process group there)."""
     argv = ["/bin/bash", "-c", command]
     try:
-        argv = sandbox.wrap(argv, cwd) if sandbox is not None else argv
+        if sandbox is not None:
+            await sandbox.prepare()
+            argv = sandbox.wrap(argv, cwd)
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
     shell = await _start(argv, cwd, child_env() if env is None else env)
