@@ -277,6 +277,7 @@ class Runtime:
         )
         """Where the model's commands run (`core/sandbox.py`); `/sandbox` changes its mode."""
         self.permissions.sandboxed = lambda: self.sandbox.allows_unasked
+        self.sandbox.trusted_code = lambda: tuple(self.permissions.protected_code)
         self.permissions.sandbox_on = lambda: self.sandbox.active != "off"
         self.permissions.allow_unsandboxed = config.sandbox.allow_unsandboxed
         self.mcp = McpManager(

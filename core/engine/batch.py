@@ -259,13 +259,16 @@ class BatchRunner:
     def _started(self, item: Prepared) -> ToolStarted:
         return ToolStarted(item.call.id, item.call.name, item.args, self._summary(item))
 
+    def _boxed(self, item: Prepared) -> bool:
+        """Whether this call is a command that will run in the sandbox."""
+        outside = item.checked.get("sandbox") is False
+        return item.tool is not None and item.tool.name == "Bash" and not outside and self.deps.sandboxed()
+
     def _summary(self, item: Prepared) -> str:
         if item.tool is not None:
             try:
                 summary = item.tool.summarize(item.args)
-                outside = item.checked.get("sandbox") is False
-                boxed = item.tool.name == "Bash" and not outside and self.deps.sandboxed()
-                return f"{SANDBOX_MARK} {summary}" if boxed else summary
+                return f"{SANDBOX_MARK} {summary}" if self._boxed(item) else summary
             except Exception:  # a summary is cosmetic; never let it break the batch
                 log.exception("summarize failed for %s", item.call.name)
         return ""
@@ -397,7 +400,7 @@ class BatchRunner:
             preview_kind=kind,
             outside_workspace=outside,
             suggested_rule=self._suggested_rule(item),
-            reason=reason,
+            reason=f"{reason} · it runs in the sandbox ({SANDBOX_MARK})" if self._boxed(item) else reason,
             server_rule=self.deps.permissions.server_rule(item.call.name),
         )
         return await approver(request)
