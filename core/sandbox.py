@@ -52,6 +52,8 @@ PROTECTED = (".git/hooks", ".git/config", ".todo-agent", ".claude", ".mcp.json")
 INSTALL = "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
 PROXY_INSIDE = "/tmp/.todo-agent-proxy.sock"
 """Where the domain proxy's socket is inside the sandbox (its private /tmp)."""
+RELAY_INSIDE = "/tmp/.todo-agent-relay.py"
+"""Where `netrelay.py` is inside: todo-agent itself may be installed under /tmp, which is private there."""
 MARK = "⛶"
 """How the tool block and the status line say a command ran sandboxed."""
 
@@ -236,8 +238,8 @@ class Sandbox:
             args += ["--bind", str(self.proxy.path), PROXY_INSIDE]
             for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
                 args += ["--setenv", name, f"http://127.0.0.1:{RELAY_PORT}"]
-            relay = [sys.executable, "-I", str(Path(__file__).with_name("netrelay.py")), PROXY_INSIDE, str(RELAY_PORT)]
-            argv = [*relay, "--", *argv]
+            args += _relay_mounts()
+            argv = [os.path.realpath(sys.executable), "-I", RELAY_INSIDE, PROXY_INSIDE, str(RELAY_PORT), "--", *argv]
         return [self.bwrap.path, *args, "--", *argv]
 
 
@@ -268,6 +270,18 @@ NESTED_DEPTH = 4
 _NESTED_BUDGET = 5_000
 """Folders looked at, at most, per command: a huge tree is not walked."""
 _SKIP = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "target"})
+
+
+def _relay_mounts() -> list[str]:
+    """The relay script, and the Python that runs it when that lives under /tmp (a venv
+    there points at its base interpreter, which `-I` runs with the standard library only)."""
+    mounts = ["--ro-bind", str(Path(__file__).with_name("netrelay.py")), RELAY_INSIDE]
+    base = Path(sys.base_prefix).resolve()
+    python = Path(os.path.realpath(sys.executable))
+    for place in {base, python.parent}:
+        if place.is_relative_to("/tmp"):
+            mounts += ["--ro-bind", str(place), str(place)]
+    return mounts
 
 
 def _network_line(network: bool | tuple[str, ...]) -> str:
