@@ -52,7 +52,11 @@ class DomainProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        except asyncio.LimitOverrunError:  # the reader's limit (64 KiB): a head that never ends
+            await _answer(writer, 400, "todo-agent sandbox proxy: the request head is over 64 KiB")
+            writer.close()
+            return
+        except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
             return
         try:
@@ -103,7 +107,7 @@ async def _pump(source: asyncio.StreamReader, target: asyncio.StreamWriter) -> N
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:
-    reason = {403: "Forbidden", 502: "Bad Gateway"}[status]
+    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[status]
     body = (text + "\n").encode()
     head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     with contextlib.suppress(OSError):

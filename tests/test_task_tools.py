@@ -368,3 +368,18 @@ async def test_a_subject_over_the_limit_is_one_clear_tool_error(store: TaskStore
         == "subject is 1,048,576 characters; the limit is 200 (keep it a short title and put detail in description)"
     )
     assert store.snapshot() == () and call.last_events == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "said"),
+    [
+        (TASK_CREATE, {"subject": "s", "budget": "[" * 100_000}, "parameter 'budget' must be an object"),
+        (TASK_UPDATE, {"taskId": "1", "metadata": "{" * 100_000}, "parameter 'metadata' must be an object"),
+        (TODO_WRITE, {"todos": "[" * 100_000}, "parameter 'todos' must be a list"),
+    ],
+)
+async def test_an_argument_nested_past_pythons_limit_is_one_line_refused(
+    call: Harness, tool: Tool, args: dict[str, Any], said: str
+) -> None:
+    await call(TASK_CREATE, {"subject": "exists"})
+    assert said in await call.error(tool, args)
