@@ -90,7 +90,7 @@ def probe() -> Probe:
     """Find `bwrap` (`$TODO_AGENT_BWRAP`, else on `PATH`) and try it once (a sandbox with
     every namespace, running `true`)."""
     named = os.environ.get("TODO_AGENT_BWRAP")
-    path = shutil.which(named or "bwrap")
+    path = _bwrap_path()
     if path is None:
         where = f" at {named}" if named else ""
         return Probe(None, problem=f"bubblewrap (bwrap) is not installed{where}: {INSTALL}")
@@ -113,9 +113,13 @@ def probe() -> Probe:
     return Probe(path, version)
 
 
+def _bwrap_path() -> str | None:
+    return shutil.which(os.environ.get("TODO_AGENT_BWRAP") or "bwrap")
+
+
 def installed() -> bool:
     """Whether a `bwrap` is there to try (`$TODO_AGENT_BWRAP`, else on `PATH`), without running it."""
-    return shutil.which(os.environ.get("TODO_AGENT_BWRAP") or "bwrap") is not None
+    return _bwrap_path() is not None
 
 
 class SandboxUnavailable(Exception):
@@ -189,9 +193,8 @@ class Sandbox:
         Off, bubblewrap is only looked for on PATH (no trial run: the launch stays quick);
         `/sandbox on` tries it and says if it cannot run."""
         if self.settings.mode == "off":
-            if self.found is None and not installed():
-                return None
-            if self.found is not None and not self.found.works:
+            available = installed() if self.found is None else self.found.works
+            if not available:
                 return None
             return (
                 "bubblewrap is available: /sandbox on runs the model's commands in a sandbox "

@@ -339,8 +339,9 @@ class Agent:
     def _task_used_up(self) -> str | None:
         """Why the work on this agent's task in progress stops now (its budget), or None."""
         task = self.tasks.current(self.agent) if self.tasks is not None else None
-        spent = budgets.used_up(task, self.tasks.clock()) if task is not None and self.tasks is not None else None
-        return budgets.STOPPED.format(id=task.id, spent=spent) if task is not None and spent else None
+        if task is None or self.tasks is None or (spent := budgets.used_up(task, self.tasks.clock())) is None:
+            return None
+        return budgets.STOPPED.format(id=task.id, spent=spent)
 
     async def _count_request(self, turn: _Turn, tokens: int) -> bool:
         """Count the request just answered to this agent's task in progress, when it has a
@@ -355,9 +356,11 @@ class Agent:
         except (StoreError, OSError):  # a count that cannot be saved is not worth the turn
             log.exception("could not count a request to its task")
             return False
-        spent = budgets.used_up(task, self.tasks.clock()) if task is not None else None
-        if task is None or spent is None or self.agent is not None:
-            return task is not None and task.budget is not None
+        if task is None:
+            return False
+        spent = budgets.used_up(task, self.tasks.clock())
+        if spent is None or self.agent is not None:  # a sub-agent is stopped before its next request
+            return True
         if task.id in turn.budget_told:
             turn.budget_stop = task.id
         else:

@@ -19,6 +19,7 @@ batch (`TurnEnd("budget")`). Setting the task aside (pending) or completing it e
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 
 from .model import Budget, StoreError, Task, time_in_progress
@@ -26,21 +27,33 @@ from .model import Budget, StoreError, Task, time_in_progress
 UNITS = ("requests", "tokens", "minutes")
 
 
+def _spent(task: Task, now: float) -> dict[str, float]:
+    return {"requests": task.requests, "tokens": task.tokens, "minutes": time_in_progress(task, now=now) / 60}
+
+
+def _used(spent: float, bound: float, unit: str, label: str) -> str:
+    """`12/20 requests`; minutes spent shown whole (`0/30 min`, not `0.0/30`)."""
+    shown = int(spent) if unit == "minutes" else spent
+    return f"{_amount(shown, unit)}/{_amount(bound, unit)} {label}"
+
+
 def used_up(task: Task, now: float) -> str | None:
     """Which bound of `task`'s budget its spend has reached (`3/3 requests`), or None."""
     budget = task.budget
     if budget is None:
         return None
-    minutes = time_in_progress(task, now=now) / 60
-    for spent, bound, unit in (
-        (task.requests, budget.requests, "requests"),
-        (task.tokens, budget.tokens, "tokens"),
-        (minutes, budget.minutes, "minutes"),
-    ):
-        if bound and spent >= bound:
-            shown = int(spent) if unit == "minutes" else spent
-            return f"{_amount(shown, unit)}/{_amount(bound, unit)} {unit}"
+    spent = _spent(task, now)
+    for unit in UNITS:
+        bound = getattr(budget, unit)
+        if bound and spent[unit] >= bound:
+            return _used(spent[unit], bound, unit, unit)
     return None
+
+
+def from_numbers(values: Mapping[str, float]) -> Budget:
+    """A budget from positive numbers by unit: requests and tokens whole (at least 1)."""
+    whole = {unit: max(1, round(values[unit])) for unit in ("requests", "tokens") if unit in values}
+    return Budget(whole.get("requests", 0), whole.get("tokens", 0), float(values.get("minutes", 0.0)))
 
 
 def lowered(old: Budget | None, new: Budget, where: str = "") -> Budget:
@@ -93,20 +106,16 @@ def parse(text: str) -> Budget | None:
         rest = rest.replace(match[0], " ", 1)
     if not values or re.sub(r"[\s,;·]+", "", rest):
         raise StoreError(f"cannot read {text!r} as a budget (e.g. '20 requests, 200k tokens, 30 min')")
-    whole = {unit: max(1, round(values[unit])) for unit in ("requests", "tokens") if unit in values}
-    return Budget(whole.get("requests", 0), whole.get("tokens", 0), values.get("minutes", 0.0))
+    return from_numbers(values)
 
 
 def describe(budget: Budget | None) -> str:
     """`20 requests, 200k tokens, 30 min` (what `parse` reads back); "" for none."""
     if budget is None:
         return ""
-    parts = [
-        f"{_amount(getattr(budget, unit), unit)} {'min' if unit == 'minutes' else unit}"
-        for unit in UNITS
-        if getattr(budget, unit)
-    ]
-    return ", ".join(parts)
+    return ", ".join(
+        f"{_amount(getattr(budget, unit), unit)} {_label(unit)}" for unit in UNITS if getattr(budget, unit)
+    )
 
 
 def spend_line(task: Task, now: float) -> str:
@@ -115,15 +124,14 @@ def spend_line(task: Task, now: float) -> str:
     budget = task.budget
     if budget is None:
         return ""
-    minutes = int(time_in_progress(task, now=now) // 60)  # whole minutes: `0/30 min`, not `0.0/30`
-    spent = {"requests": task.requests, "tokens": task.tokens, "minutes": minutes}
-    parts = [
-        f"{_amount(spent[unit], unit)}/{_amount(getattr(budget, unit), unit)} {'min' if unit == 'minutes' else unit}"
-        for unit in UNITS
-        if getattr(budget, unit)
-    ]
+    spent = _spent(task, now)
+    parts = [_used(spent[unit], getattr(budget, unit), unit, _label(unit)) for unit in UNITS if getattr(budget, unit)]
     lead = "⏹ budget used up" if used_up(task, now) else "budget"
     return f"{lead} {' · '.join(parts)}"
+
+
+def _label(unit: str) -> str:
+    return "min" if unit == "minutes" else unit
 
 
 def _amount(value: float, unit: str) -> str:

@@ -560,26 +560,32 @@ def check_finished(tasks: Tasks, task_id: str, run: CheckRun, now: float) -> tup
     return tuple(task if t.id == task_id else t for t in tasks), task
 
 
-def record_tool_call(tasks: Tasks, elapsed: float, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:
-    """Count a tool call to `by`'s task in progress (None: the main agent's); with
-    several, the latest started."""
+def current(tasks: Sequence[Task], by: AgentRef | None = None) -> Task | None:
+    """The task `by`'s work is attributed to (None: the main agent, whose tasks are the
+    unclaimed ones): its task in progress, the latest started."""
     active = [t for t in tasks if works_on(t, by)]
-    if not active:
+    return max(active, key=lambda t: t.started_at or 0.0) if active else None
+
+
+def _count_to_current(tasks: Tasks, by: AgentRef | None, count: Callable[[Task], Task]) -> tuple[Tasks, Task | None]:
+    target = current(tasks, by)
+    if target is None:
         return tasks, None
-    target = max(active, key=lambda t: t.started_at or 0.0)
-    counted = replace(target, tool_calls=target.tool_calls + 1, tool_seconds=target.tool_seconds + max(0.0, elapsed))
+    counted = count(target)
     return tuple(counted if t.id == target.id else t for t in tasks), counted
+
+
+def record_tool_call(tasks: Tasks, elapsed: float, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:
+    """Count a tool call to `by`'s task in progress (`current`)."""
+    return _count_to_current(
+        tasks, by, lambda t: replace(t, tool_calls=t.tool_calls + 1, tool_seconds=t.tool_seconds + max(0.0, elapsed))
+    )
 
 
 def record_request(tasks: Tasks, tokens: int, by: AgentRef | None = None) -> tuple[Tasks, Task | None]:
-    """Count one model request (and its tokens) to `by`'s task in progress, as
-    `record_tool_call` picks it; the task after it (None: no task in progress)."""
-    active = [t for t in tasks if works_on(t, by)]
-    if not active:
-        return tasks, None
-    target = max(active, key=lambda t: t.started_at or 0.0)
-    counted = replace(target, requests=target.requests + 1, tokens=target.tokens + max(0, tokens))
-    return tuple(counted if t.id == target.id else t for t in tasks), counted
+    """Count one model request (and its tokens) to `by`'s task in progress (`current`);
+    the task after it (None: no task in progress)."""
+    return _count_to_current(tasks, by, lambda t: replace(t, requests=t.requests + 1, tokens=t.tokens + max(0, tokens)))
 
 
 def move(tasks: Tasks, task_id: str, delta: int) -> tuple[Tasks, int, int]:

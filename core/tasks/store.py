@@ -167,8 +167,7 @@ class TaskStore:
     def current(self, by: AgentRef | None = None) -> Task | None:
         """The task `by`'s work is attributed to (None: the main agent, whose tasks are the
         unclaimed ones): its task in progress, the latest started."""
-        active = [t for t in self._tasks if rules.works_on(t, by)]
-        return max(active, key=lambda t: t.started_at or 0.0) if active else None
+        return rules.current(self._tasks, by)
 
     @property
     def version(self) -> int:

@@ -195,10 +195,11 @@ async def run_shell(
     """`run_command`, saying how it ended. `started(pgid)` is awaited once the shell runs,
     before its exit is waited for (a task's check records its process group there)."""
     argv = ["/bin/bash", "-c", command]
+    box = sandbox if sandbox is not None and sandbox.active != "off" else None
     try:
-        if sandbox is not None:
-            await sandbox.prepare()
-            argv = sandbox.wrap(argv, cwd)
+        if box is not None:
+            await box.prepare()
+            argv = box.wrap(argv, cwd)
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
     shell = await _start(argv, cwd, child_env() if env is None else env)
@@ -227,8 +228,7 @@ async def run_shell(
         shell.close()
     if code != 0:
         text = with_note(output.text(), _exit_note(code))
-        boxed = sandbox is not None and argv[0] != "/bin/bash"
-        note = failure_note(text, sandbox) if boxed and sandbox is not None else ""
+        note = failure_note(text, box) if box is not None else ""
         return Ran(code, with_note(text, note) if note else text)
     return Ran(0, output.text())
 

@@ -30,7 +30,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
 from ..events import TasksUpdated
 from ..lifecycle import TaskChange, run_gates
-from ..tasks import rules
+from ..tasks import budgets, rules
 from ..tasks.budgets import spend_line
 from ..tasks.model import STATUSES, Budget, CheckRun, StoreError, Task, TodoItem
 from ..tasks.render import render_for_model
@@ -129,8 +129,7 @@ def _budget(value: Any) -> Budget | None:
         if isinstance(item, bool) or not isinstance(item, int | float) or not 0 < item < 1e12:
             raise fail(f"budget.{key} must be a positive number, got {raw!r}")
         numbers[key] = item
-    whole = {key: max(1, round(numbers[key])) for key in ("requests", "tokens") if key in numbers}
-    return Budget(whole.get("requests", 0), whole.get("tokens", 0), float(numbers.get("minutes", 0.0)))
+    return budgets.from_numbers(numbers)
 
 
 TaskBudget = Annotated[
