@@ -135,6 +135,19 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
+@dataclass(frozen=True)
+class Reminded:
+    """The harness put a `<system-reminder>` before the model's next request (the task list
+    not in view, work off the plan, a task left in progress…): shown as one dim folded line."""
+
+    text: str
+    """What the model got, without the tags; its first line says why."""
+
+    @property
+    def headline(self) -> str:
+        return self.text.split("\n", 1)[0]
+
+
 COMMAND_WIDTH = 60
 """Characters of a hook's command a one-line description keeps."""
 
@@ -325,6 +338,7 @@ Event = (
     | CommandExpanded
     | TasksUpdated
     | Notice
+    | Reminded
     | HookResult
     | Usage
     | Compacting

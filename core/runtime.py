@@ -51,7 +51,7 @@ from .input.custom_commands import CommandSet, CustomCommand, default_sources, l
 from .input.file_index import FileIndex
 from .input.mentions import Attacher
 from .input.prepare import InputPreparer
-from .lifecycle import Lifecycle
+from .lifecycle import BeforeRequest, Lifecycle
 from .mcp.images import images_provider
 from .mcp.manager import McpManager
 from .mcp.results import results_dir
@@ -70,7 +70,7 @@ from .session.directory import SessionError, SessionInfo, find_session, latest_s
 from .session.transcript import Session, TranscriptItem
 from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
-from .tasks.reminders import task_reminder_provider, unfinished_stop_check
+from .tasks.reminders import Work, task_reminder_provider, unfinished_stop_check, work_observer
 from .tasks.store import TaskStore
 from .terminal import reveal_line
 from .tools import bash, files, fs, search, web_fetch
@@ -219,7 +219,7 @@ class LazyModel:
 
 
 def build_tools(tasks_version: str) -> list[Tool]:
-    task_tools = TASK_TOOLS_V1 if tasks_version == "v1" else TASK_TOOLS_V2
+    task_tools = {"v1": TASK_TOOLS_V1, "off": []}.get(tasks_version, TASK_TOOLS_V2)
     return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
 
 
@@ -265,7 +265,7 @@ class Runtime:
         self.permissions = PermissionPolicy.from_strings(
             config.workspace, config.permission_mode, config.allow, config.deny, builtin
         )
-        task_line = SYSTEM_PROMPT_LINE_V1 if config.tasks_version == "v1" else SYSTEM_PROMPT_LINE_V2
+        task_line = {"v1": SYSTEM_PROMPT_LINE_V1, "off": ""}.get(config.tasks_version, SYSTEM_PROMPT_LINE_V2)
         self.system = build_system_context(config.workspace, task_line)
         self.session = session
         # The API key variables stay out of every command's environment (and every MCP server's).
@@ -861,6 +861,16 @@ class Runtime:
             raise RuntimeError("cannot rewind while a turn is running")
         return await rewind.apply(self.changes, self.store, plan, chosen)
 
+    def _files_of(self, task_id: str) -> list[str]:
+        """The files changed under a task, as its change record has them."""
+        return [change.path for change in self.changes.files_of(task_id)]
+
+    def _task_reminders(self) -> BeforeRequest:
+        config = self.config
+        return task_reminder_provider(
+            self.store, config.reminder_interval, self.work, config.stale_after_calls, self._files_of
+        )
+
     def _make_agent(self) -> Agent:
         self.counter.forget()
         self.team = Team(
@@ -879,20 +889,25 @@ class Runtime:
                 model_notice=self.child_model_notice,
             ),
             self.agent_types,
-            TeamSettings(self.config.max_parallel_agents, self.config.agent_max_turns),
+            TeamSettings(
+                self.config.max_parallel_agents, self.config.agent_max_turns, tasks=self.config.tasks_version != "off"
+            ),
         )
         holds = self.team.holds
         taken, recorded = change_observers(
             self.changes, self.store, held=holds.holding_for(None), commands=holds.commands_of(None)
         )
+        planning = self.config.tasks_version != "off"
+        self.work = Work()
+        """What the main agent's tools did since the plan last changed (the reminders' work rules)."""
         lifecycle = Lifecycle(
             before_request=[
-                task_reminder_provider(self.store, self.config.reminder_interval),
+                *([self._task_reminders()] if planning else []),
                 team_note_provider(self.team.records),
                 *([images_provider(self.mcp.pending_images)] if self.mcp.images else []),
             ],
-            turn_end=[unfinished_stop_check(self.store)],
-            tool_done=[attribution_observer(self.store), recorded],
+            turn_end=[unfinished_stop_check(self.store, self._files_of)] if planning else [],
+            tool_done=[attribution_observer(self.store), recorded, work_observer(self.work, self.store)],
             tool_start=[taken],
         )
         self.hooks.install(lifecycle)

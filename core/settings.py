@@ -55,7 +55,8 @@ from .sandbox import MODES as SANDBOX_MODES
 from .sandbox import SandboxSettings
 
 DEFAULT_MODEL = "gpt-4o-mini"
-TaskVersion = Literal["v1", "v2"]
+TaskVersion = Literal["v1", "v2", "off"]
+"""The task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite, off none (and no reminders)."""
 PanelPlace = Literal["right", "bottom", "hidden"]
 NotifyMode = Literal["auto", "bell", "off"]
 """`[ui] notify`: bell and desktop notification, the bell alone, or nothing (`tui/notify.py`)."""
@@ -79,6 +80,7 @@ _SCHEMA: dict[str, type | tuple[type, ...]] = {
     "request_retries": int,
     "request_retry_wait": (int, float),
     "reminder_interval": int,
+    "stale_after_calls": int,
     "first_byte_timeout": (int, float),
     "reasoning_field": str,
     "reasoning_effort": str,
@@ -256,9 +258,10 @@ def _when(ok: Callable[[Any], bool], message: str) -> Callable[[Any], str | None
 
 # Run after the type check, so each sees the type `_SCHEMA` names.
 _VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "tasks": _when(lambda v: v in ("v1", "v2"), '\'tasks\' must be "v1" or "v2"'),
+    "tasks": _when(lambda v: v in ("v1", "v2", "off"), '\'tasks\' must be "v1", "v2" or "off"'),
     "permission_mode": _when(lambda v: v in MODES, f"'permission_mode' must be one of {', '.join(MODES)}"),
     "reminder_interval": _when(lambda v: v >= 0, "'reminder_interval' must be >= 0 (0 turns reminders off)"),
+    "stale_after_calls": _when(lambda v: v >= 0, "'stale_after_calls' must be >= 0 (0 turns that reminder off)"),
     "first_byte_timeout": _when(lambda v: v > 0, "'first_byte_timeout' must be a number of seconds > 0"),
     "reasoning_field": _when(
         lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", v) is not None,
@@ -298,6 +301,8 @@ class Config:
     permission_mode: PermissionMode = "default"
     tasks_version: TaskVersion = "v2"
     reminder_interval: int = 6
+    stale_after_calls: int = 15
+    """Tool calls with no plan change after which the task in progress is named (0: never)."""
     context_window: int | None = None
     """Tokens; None: ask the server (`core/model/server.py`), else a default (`core/window/tokens.py`)."""
     compact_threshold: float = 0.8
@@ -539,6 +544,7 @@ def _apply_settings(config: Config, data: dict[str, Any]) -> None:
     config.permission_mode = data.get("permission_mode", config.permission_mode)
     config.tasks_version = data.get("tasks", config.tasks_version)
     config.reminder_interval = data.get("reminder_interval", config.reminder_interval)
+    config.stale_after_calls = data.get("stale_after_calls", config.stale_after_calls)
     config.context_window = data.get("context_window", config.context_window)
     config.compact_threshold = float(data.get("compact_threshold", config.compact_threshold))
     config.first_byte_timeout = float(data.get("first_byte_timeout", config.first_byte_timeout))

@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the model's commands in bubblewrap: workspace-write, read-only, auto or off (the default)",
     )
     parser.add_argument("--permission-mode", choices=MODES, help="default, acceptEdits, plan or bypassPermissions")
-    parser.add_argument("--tasks", choices=("v1", "v2"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite")
+    parser.add_argument(
+        "--tasks", choices=("v1", "v2", "off"), help="task tools: v2 TaskCreate/Update/List/Get, v1 TodoWrite, off none"
+    )
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     parser.add_argument(
         "--goal",

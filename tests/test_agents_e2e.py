@@ -214,7 +214,7 @@ def test_two_processes_on_one_task_list_claim_through_the_same_lock(workspace: P
         assert second.returncode == 0, second.stderr
         outputs = [json.loads(line) for line in second.stdout.splitlines()]
         listing, refusal = (line["output"] for line in outputs if line["type"] == "ToolFinished")
-        assert "#1 [in_progress] Shared job (sub-agent general-1 is working on it)" in listing
+        assert "◼ #1 Shared job (sub-agent general-1 is working on it)" in listing
         assert refusal == "Error: no sub-agent started: task #1 is already being worked on by general-1"
     finally:
         process.kill()

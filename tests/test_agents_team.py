@@ -146,7 +146,7 @@ async def test_a_child_cannot_update_a_siblings_task(workspace: Path) -> None:
     assert outputs[0] == (
         "Error: task #2 is not yours: your task is #1; you may update only it and the subtasks you create"
     )
-    assert outputs[2].startswith("Task #3 → completed: A subtask")
+    assert outputs[2].startswith("#3 → completed · 2 open: #1 #2")
     tasks = {t.id: t for t in runtime.tasks()}
     assert (tasks["2"].status, tasks["3"].created_by, tasks["1"].status) == ("pending", "general-1", "completed")
 

@@ -95,11 +95,21 @@ def test_a_three_task_plan_survives_forty_requests_and_repeated_compaction(works
             after_summary = True
             continue
         messages = body["messages"]
-        if after_summary:
+        expected = (
+            [item["status"] for item in json.loads(_latest_todo(responses[:answered]))["todos"]]
+            if after_summary
+            else []
+        )
+        if after_summary and set(expected) == {"completed"}:
+            # Nothing unfinished, nothing to carry (where compactions fall depends on the size
+            # of the fixed prompt, so one may come after the last task is done).
+            assert not any(NOT_VISIBLE in str(m.get("content")) for m in messages[-2:])
+        elif after_summary:
             last = messages[-1]["content"]
             assert NOT_VISIBLE in last, f"request {index} after a compaction does not carry the list"
-            expected = [item["status"] for item in json.loads(_latest_todo(responses[:answered]))["todos"]]
-            assert [line.split("[")[1].split("]")[0] for line in last.splitlines() if line.startswith("#")] == expected
+            marks = {"☐": "pending", "◼": "in_progress", "☒": "completed", "☑": "completed"}
+            statuses = [marks[line[0]] for line in last.splitlines() if line[:1] in marks and line[1:3] == " #"]
+            assert statuses == expected
             carried += 1
         elif previous is not None:
             assert messages[: len(previous)] == previous, f"request {index} does not extend the one before"

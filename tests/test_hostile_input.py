@@ -243,7 +243,7 @@ def test_a_five_thousand_digit_task_id_is_no_such_task(workspace: Path, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     replies = [m["content"] for m in _loadable(workspace).messages if m["role"] == "tool"]
-    assert replies[0].startswith("Task #1 created")
+    assert replies[0].startswith("#1 created")
     assert all(r.startswith("Error: no task #9999") for r in replies[1:4]), replies
     assert replies[4].startswith("Error: parameter 'offset'"), replies[4]
     assert all(len(r) < 300 for r in replies)

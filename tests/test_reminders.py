@@ -15,6 +15,7 @@ from todo_agent.core.tasks.reminders import (
     unfinished_stop_check,
     wrap,
 )
+from todo_agent.core.tasks.render import LEGEND
 from todo_agent.core.tasks.store import TaskStore
 
 NOT_VISIBLE = "<system-reminder>\nThis is the current task list for this session"
@@ -65,7 +66,7 @@ async def test_interval_reminder_comes_exactly_before_request_k_plus_7() -> None
     reminders = talk.request()  # request k+7
     assert talk.requests == k + 7
     assert len(reminders) == 1 and reminders[0].startswith(STALE_6)
-    assert "#1 [pending] task from response 1" in reminders[0]
+    assert "\n☐ #1 task from response 1\n" in reminders[0]
 
     # The reminder restarts the count: six more responses, then the next one.
     r = talk.requests
@@ -117,7 +118,7 @@ async def test_list_not_visible_in_history_is_shown_on_the_first_request() -> No
     assert reminders == [
         wrap(
             "This is the current task list for this session. Continue from it and keep it up to date "
-            "with the task tools.\n\n#1 [in_progress] Read posts route\n#2 [pending] Add pagination"
+            f"with the task tools.\n\n◼ #1 Read posts route\n☐ #2 Add pagination\n({LEGEND})"
         )
     ]
     assert talk.history[-1] == {"role": "user", "content": reminders[0]}
@@ -155,7 +156,7 @@ async def test_user_edits_are_delivered_once_with_the_list() -> None:
     assert talk.request() == [
         wrap(
             'The user edited the task list: added #2 "Write the changelog"; marked #1 completed. '
-            "Follow the updated list.\n\n#1 [completed] task from response 0\n#2 [pending] Write the changelog"
+            f"Follow the updated list.\n\n☒ #1 task from response 0\n☐ #2 Write the changelog\n({LEGEND})"
         )
     ]
     assert talk.request() == []
@@ -218,17 +219,23 @@ def test_steps_are_counted_from_tool_call_names() -> None:
 
 async def test_stop_check_fires_once_when_a_task_is_still_in_progress() -> None:
     store = TaskStore(None)
-    check = unfinished_stop_check(store)
+    changed = {"1": ["api.py", "tests/test_api.py"]}
+    check = unfinished_stop_check(store, lambda task_id: changed.get(task_id, []))
     await store.create("Add pagination")
     await store.create("Run tests")
+    await store.create("Write docs")
     assert check(TurnState(history=[], continuations=0)) is None  # pending only: not "in progress"
 
     await store.update("1", status="in_progress")
+    for _ in range(7):
+        await store.record_tool_call(0.1)
+    await store.update("3", status="completed")
     text = check(TurnState(history=[], continuations=0))
     assert text == wrap(
         'You still have unfinished tasks: #1 "Add pagination" still in_progress. Finish the work and mark it '
-        "completed, or set it back to pending if it cannot be finished now; then end your turn.\n\n"
-        "#1 [in_progress] Add pagination\n#2 [pending] Run tests"
+        "completed, or set it back to pending if it cannot be finished now; then end your turn.\n"
+        "Done under the open tasks: #1 7 calls, changed api.py, tests/test_api.py; #2 nothing yet.\n\n"
+        f"◼ #1 Add pagination\n☐ #2 Run tests\n☒ #3 Write docs\n({LEGEND})"
     )
     assert is_task_reminder({"role": "user", "content": text})
     assert check(TurnState(history=[], continuations=1)) is None

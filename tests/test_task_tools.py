@@ -11,6 +11,7 @@ import pytest
 from todo_agent.core.events import TasksUpdated
 from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.reminders import TASK_TOOL_NAMES
+from todo_agent.core.tasks.render import LEGEND
 from todo_agent.core.tasks.store import TaskStore
 from todo_agent.core.tools.base import Tool, parse_arguments
 from todo_agent.core.tools.context import ToolContext
@@ -78,21 +79,15 @@ async def make_three(call: Harness) -> None:
 
 async def test_create_start_complete(call: Harness, store: TaskStore) -> None:
     assert await call(TASK_CREATE, {"subject": "Read posts route", "activeForm": "Reading"}) == (
-        "Task #1 created: Read posts route"
+        "#1 created · 1 open: #1"
     )
     await call(TASK_CREATE, {"subject": "Add pagination", "description": "page and page_size"})
     await call(TASK_CREATE, {"subject": "Run tests"})
 
-    assert await call(TASK_UPDATE, {"taskId": "1", "status": "in_progress"}) == (
-        "Task #1 → in_progress: Read posts route\n3 task(s) remaining"
-    )
-    assert await call(TASK_UPDATE, {"taskId": "1", "status": "completed"}) == (
-        "Task #1 → completed: Read posts route\n2 task(s) remaining"
-    )
+    assert await call(TASK_UPDATE, {"taskId": "1", "status": "in_progress"}) == ("#1 → in_progress · 3 open: #1 #2 #3")
+    assert await call(TASK_UPDATE, {"taskId": "1", "status": "completed"}) == ("#1 → completed · 2 open: #2 #3")
     await call(TASK_UPDATE, {"taskId": "2", "status": "completed"})
-    assert await call(TASK_UPDATE, {"taskId": "3", "status": "completed"}) == (
-        "Task #3 → completed: Run tests\nAll tasks completed."
-    )
+    assert await call(TASK_UPDATE, {"taskId": "3", "status": "completed"}) == ("#3 → completed · all 3 completed")
     assert [t.status for t in store.snapshot()] == ["completed"] * 3
     second = task(store, "2")
     assert (second.subject, second.description, second.status) == ("Add pagination", "page and page_size", "completed")
@@ -121,7 +116,7 @@ async def test_a_concurrent_batch_applies_in_call_order(call: Harness, store: Ta
     ]
     results = await asyncio.gather(*(call(tool, args) for tool, args in batch))
 
-    assert results[-1] == "Task #1 → in_progress: a\n3 task(s) remaining"
+    assert results[-1] == "#1 → in_progress · 3 open: #1 #2 #3"
     assert [(t.id, t.subject, t.status) for t in store.snapshot()] == [
         ("1", "a", "in_progress"),
         ("2", "b", "pending"),
@@ -152,25 +147,22 @@ async def test_a_second_in_progress_is_accepted_with_a_note(call: Harness, store
     await make_three(call)
     await call(TASK_UPDATE, {"taskId": "1", "status": "in_progress"})
     assert await call(TASK_UPDATE, {"taskId": "2", "status": "in_progress"}) == (
-        "Task #2 → in_progress: Add pagination\n3 task(s) remaining\n"
-        "Note: #1 also in_progress; keep only one in progress."
+        "#2 → in_progress · 3 open: #1 #2 #3\nNote: #1 also in_progress; keep only one in progress."
     )
     assert [t.id for t in store.in_progress()] == ["1", "2"]
 
 
 async def test_deleted_removes_the_task_and_its_id_is_not_reused(call: Harness, store: TaskStore) -> None:
     await make_three(call)
-    assert await call(TASK_UPDATE, {"taskId": "3", "status": "deleted"}) == (
-        "Task #3 deleted: Run tests\n2 task(s) remaining"
-    )
-    assert await call(TASK_CREATE, {"subject": "Run all tests"}) == "Task #4 created: Run all tests"
+    assert await call(TASK_UPDATE, {"taskId": "3", "status": "deleted"}) == ("#3 deleted · 2 open: #1 #2")
+    assert await call(TASK_CREATE, {"subject": "Run all tests"}) == "#4 created · 3 open: #1 #2 #4"
     assert [t.id for t in store.snapshot()] == ["1", "2", "4"]
 
 
 async def test_blockers_and_cycles(call: Harness, store: TaskStore) -> None:
     await make_three(call)
     assert await call(TASK_UPDATE, {"taskId": "3", "addBlockedBy": "1,2"}) == (
-        "Task #3 → pending: Run tests [blocked by #1, #2]\n3 task(s) remaining"
+        "#3 → pending [blocked by #1, #2] · 3 open: #1 #2 #3"
     )
     assert await call.error(TASK_UPDATE, {"taskId": "3", "addBlocks": ["1"]}) == (
         "blocker cycle: #1 already blocks #3 (directly or through other tasks)"
@@ -178,7 +170,7 @@ async def test_blockers_and_cycles(call: Harness, store: TaskStore) -> None:
     assert await call.error(TASK_UPDATE, {"taskId": "2", "addBlocks": "#2"}) == "task #2 cannot block itself"
     await call(TASK_UPDATE, {"taskId": "1", "status": "completed"})
     result = await call(TASK_UPDATE, {"taskId": "3", "status": "in_progress"})
-    assert result.splitlines()[0] == "Task #3 → in_progress: Run tests [blocked by #2]"
+    assert result.splitlines()[0] == "#3 → in_progress [blocked by #2] · 2 open: #2 #3"
     assert result.splitlines()[-1] == "Note: #3 is blocked by #2, not completed yet."
     assert task(store, "1").blocks == ("3",)
     assert task(store, "3").blockedBy == ("1", "2")
@@ -196,7 +188,7 @@ async def test_blockers_and_cycles(call: Harness, store: TaskStore) -> None:
 )
 async def test_task_ids_in_any_reasonable_form(call: Harness, raw: str, expected: str) -> None:
     await make_three(call)
-    assert (await call(TASK_UPDATE, raw)).startswith(f"Task #{expected} → completed")
+    assert (await call(TASK_UPDATE, raw)).startswith(f"#{expected} → completed")
 
 
 @pytest.mark.parametrize(
@@ -223,10 +215,11 @@ async def test_task_list_and_task_get(call: Harness) -> None:
         TASK_UPDATE, {"taskId": "3", "addBlockedBy": ["1", "2"], "description": "pytest -q", "activeForm": "Testing"}
     )
     assert await call(TASK_LIST, {}) == (
-        "#1 [completed] Read posts route (owner: main)\n"
-        "#2 [pending] Add pagination\n"
-        "#3 [pending] Run tests [blocked by #2]\n"
-        "(1/3 completed)"
+        "☒ #1 Read posts route (owner: main)\n"
+        "☐ #2 Add pagination\n"
+        "☐ #3 Run tests [blocked by #2]\n"
+        f"({LEGEND})\n"
+        "2 open: #2 #3"
     )
     assert await call(TASK_GET, {"taskId": 3}) == (
         "Task #3: Run tests\n"
@@ -244,16 +237,13 @@ async def test_todo_write_keeps_ids_and_warns_about_dropped_unfinished_items(cal
         {"content": "Run tests", "status": "pending", "activeForm": "Running tests"},
         {"content": "Update docs", "status": "pending", "activeForm": "Updating docs"},
     ]
-    assert await call(TODO_WRITE, {"todos": first}) == (
-        "Todo list saved (4 items: 1 completed, 1 in_progress, 2 pending).\n3 task(s) remaining"
-    )
+    assert await call(TODO_WRITE, {"todos": first}) == ("Saved · 1 completed, 1 in_progress, 2 pending")
     second = [
         {"content": "Add pagination", "status": "completed", "activeForm": "Adding pagination"},
         {"content": "Run the tests", "status": "in_progress", "activeForm": "Running tests"},
     ]
     assert await call(TODO_WRITE, {"todos": second}) == (
-        "Todo list saved (2 items: 1 completed, 1 in_progress).\n"
-        "1 task(s) remaining\n"
+        "Saved · 1 completed, 1 in_progress\n"
         'Warning: unfinished items were dropped without being completed: #3 "Run tests", #4 "Update docs". '
         "If they still need doing, add them back; if they are done, list them as completed."
     )
@@ -334,30 +324,20 @@ def test_declarations() -> None:
     assert TODO_WRITE.parameters["required"] == ["todos"]
 
 
-def test_descriptions_say_when_and_how_to_use_the_list() -> None:
-    for tool in (TASK_CREATE, TODO_WRITE):
-        text = tool.description
-        assert "three or more" in text and "several things" in text
-        assert "in_progress" in text and "completed" in text
-        assert "single, simple step" in text
+def test_descriptions_say_what_the_model_must_know_once() -> None:
+    """When to plan is the system prompt's line; how to keep the list is the tools' words;
+    the limits are in the refusals (the code enforces them), not argued in prose."""
     for tool in (TASK_UPDATE, TODO_WRITE):
-        assert "If tests fail" in tool.description
-        assert "exactly one" in tool.description
-    assert all(len(tool.description) > 150 for tool in (*TASK_TOOLS_V2, *TASK_TOOLS_V1))
+        text = tool.description
+        assert "before you start it" in text and "completed as soon as it is fully done" in text
+        assert "failing tests" in text
+    assert "one at a time" in TASK_UPDATE.description and "Keep one item in_progress" in TODO_WRITE.description
+    for line in (SYSTEM_PROMPT_LINE_V2, SYSTEM_PROMPT_LINE_V1):
+        assert "three or more steps" in line and "skip the list for one-step work" in line
+    assert "three or more" not in TASK_CREATE.description + TODO_WRITE.description  # said once, in the prompt
     assert SYSTEM_PROMPT_LINE == SYSTEM_PROMPT_LINE_V2
     assert "TaskCreate" in SYSTEM_PROMPT_LINE
     assert "TodoWrite" in SYSTEM_PROMPT_LINE_V1
-
-
-def test_the_tool_descriptions_state_the_limits() -> None:
-    from todo_agent.core.tasks.rules import MAX_DESCRIPTION, MAX_LABEL, MAX_TASKS
-
-    for tool in (TASK_CREATE, TASK_UPDATE, TODO_WRITE):
-        assert f"at most {MAX_LABEL} characters" in tool.description, tool.name
-    for tool in (TASK_CREATE, TASK_UPDATE):
-        assert f"at most {MAX_DESCRIPTION:,}" in tool.description, tool.name
-    assert f"at most {MAX_TASKS} tasks" in TASK_CREATE.description
-    assert f"at most {MAX_TASKS} items" in TODO_WRITE.description
 
 
 async def test_a_subject_over_the_limit_is_one_clear_tool_error(store: TaskStore) -> None:

@@ -10,6 +10,7 @@ from fake_openai import run_in_thread
 from test_headless_e2e import POSTS, tc, todo_agent
 
 from todo_agent.core.session.directory import list_sessions
+from todo_agent.core.tasks.render import LEGEND
 
 REMINDER = "<system-reminder>"
 
@@ -81,12 +82,11 @@ def test_the_seeds_pagination_flow(workspace: Path) -> None:
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr
     replies = tool_replies(requests[-1])
-    assert replies[:3] == ["Task #1 created: Read posts", "Task #2 created: Add page/page_size to list_posts",
-                           "Task #3 created: Run the check"]  # fmt: skip
-    assert replies[3].endswith("3 task(s) remaining")
-    assert "Task #1 → completed" in replies[5] and "2 task(s) remaining" in replies[5]
+    assert replies[:3] == ["#1 created · 1 open: #1", "#2 created · 2 open: #1 #2", "#3 created · 3 open: #1 #2 #3"]
+    assert replies[3] == "#1 → in_progress · 3 open: #1 #2 #3"
+    assert replies[5] == "#1 → completed · 2 open: #2 #3"
     assert "has been updated" in replies[7] and replies[10].strip() == "20"
-    assert replies[-1].startswith("Task #3 → completed") and replies[-1].endswith("All tasks completed.")
+    assert replies[-1].startswith("#3 → completed") and replies[-1].endswith("all 3 completed")
     assert all(reminders(r) == [] for r in requests)
     saved = tasks_file(workspace)
     assert [(t["id"], t["status"]) for t in saved] == [("1", "completed"), ("2", "completed"), ("3", "completed")]
@@ -160,7 +160,7 @@ def test_hostile_task_input_gets_clear_tool_errors(workspace: Path) -> None:
     assert replies[1].startswith("Error: invalid status 'done'")
     assert replies[2].startswith("Error: invalid JSON in tool arguments")
     assert replies[3].startswith("Error: unknown tool 'TaskDestroy'")
-    assert replies[4] == "Task #2 created: double encoded"
+    assert replies[4] == "#2 created · 2 open: #1 #2"
     assert result.stdout.strip() == "Handled."
 
 
@@ -197,9 +197,9 @@ def test_a_one_megabyte_subject_is_refused_and_the_session_resumes(workspace: Pa
         "Error: description is 4,001 characters; the limit is 4,000 "
         "(put long material in a file and name the file here)",
         "Error: activeForm is 201 characters; the limit is 200 (shorten it)",
-        "Task #1 created: Fix the parser",
+        "#1 created · 1 open: #1",
         f"Error: subject is 201 characters; the limit is 200 {title}",
-        "#1 [pending] Fix the parser\n(0/1 completed)",
+        f"☐ #1 Fix the parser\n({LEGEND})\n1 open: #1",
     ]
     assert [t["subject"] for t in tasks_file(workspace)] == ["Fix the parser"]
     script.write_text(json.dumps(["resumed"]))
@@ -230,6 +230,6 @@ def test_a_session_file_holding_an_oversized_task_loads_cut_with_a_notice(worksp
         "#1 description (10,000 characters). The full text stays in the transcript."
     ) in resumed.stderr
     listing = tool_replies(requests[-1])[-2]  # TaskList, then TaskUpdate
-    assert listing == "#1 [pending] " + "s" * 199 + "…\n(0/1 completed)"
+    assert listing == "☐ #1 " + "s" * 199 + f"…\n({LEGEND})\n1 open: #1"
     assert all(len(json.dumps(r)) < 50_000 for r in requests)  # no request carries the megabyte
     assert [len(t["subject"]) for t in tasks_file(workspace)] == [200]  # saved cut at the next change

@@ -128,7 +128,8 @@ def test_render_for_model_lists_owner_and_open_blockers() -> None:
         Task(id="3", subject="Waits", status="in_progress", blockedBy=("1", "2")),
     )
     assert render_for_model(tasks) == (
-        "#1 [completed] Done first\n#2 [pending] Still open (owner: alice)\n#3 [in_progress] Waits [blocked by #2]"
+        "☒ #1 Done first\n☐ #2 Still open (owner: alice)\n◼ #3 Waits [blocked by #2]\n"
+        "(☐ pending ◼ in_progress ☒ completed ☑ verified)"
     )
     assert render_for_model(()) == "No tasks."
 

@@ -40,6 +40,36 @@ def test_the_schemas_sent_to_the_model_are_the_recorded_ones(request: pytest.Fix
     )
 
 
+PLAN_TOOLS = {"v2": ("TaskCreate", "TaskUpdate", "TaskList", "TaskGet"), "v1": ("TodoWrite",)}
+PLAN_LIMITS = {"v2": 3000, "v1": 1200}
+
+
+def test_the_plan_tools_schemas_stay_within_their_limits() -> None:
+    """Issue 31: the task tools are sent with every request, so their schemas are held to
+    3,000 characters of JSON together in v2 (about 750 tokens) and 1,200 for TodoWrite in
+    v1, measured as sent: `len(json.dumps(tool))`, every parameter included."""
+    for version, names in PLAN_TOOLS.items():
+        schemas = {s["function"]["name"]: s for s in current()[version]}
+        size = sum(len(json.dumps(schemas[name])) for name in names)
+        assert size <= PLAN_LIMITS[version], f"{version} plan tools: {size} characters"
+    create = {s["function"]["name"]: s for s in current()["v2"]}["TaskCreate"]["function"]["parameters"]
+    update = {s["function"]["name"]: s for s in current()["v2"]}["TaskUpdate"]["function"]["parameters"]
+    assert {"subject", "description", "activeForm", "verify", "budget"} <= set(create["properties"])
+    assert {"taskId", "status", "owner", "addBlocks", "addBlockedBy", "metadata", "verify", "budget"} <= set(
+        update["properties"]
+    )
+
+
+def test_a_map_parameter_is_an_open_object_and_a_nested_one_says_no_empty_required() -> None:
+    """`metadata` takes any keys (closed with no properties it would allow only `{}`); a
+    nested object such as `budget` stays closed without an empty `required` list."""
+    update = {s["function"]["name"]: s for s in current()["v2"]}["TaskUpdate"]["function"]["parameters"]
+    assert update["properties"]["metadata"] == {"type": "object", "description": "Keys to merge; null removes one."}
+    budget = update["properties"]["budget"]
+    assert budget["additionalProperties"] is False and "required" not in budget
+    assert set(budget["properties"]) == {"requests", "tokens", "minutes"}
+
+
 def test_every_schema_is_a_closed_object_whose_required_keys_are_declared() -> None:
     for tools in current().values():
         for schema in tools:

@@ -8,6 +8,7 @@ from todo_agent.tui.commands import SLASH_COMMANDS, complete, parse
 from todo_agent.tui.transcript import (
     AssistantEntry,
     NoticeEntry,
+    ReminderEntry,
     ToolEntry,
     UserEntry,
     entries_from_history,
@@ -42,7 +43,7 @@ def test_history_becomes_prompts_text_and_paired_tool_calls() -> None:
     entries = entries_from_history(history, show_reminders=True)
     assert entries == [
         UserEntry("add pagination"),
-        NoticeEntry("reminder: This is the current task list", "dim"),
+        ReminderEntry("reminder", "This is the current task list", "This is the current task list\n☐ #1 x"),
         AssistantEntry("Three steps."),
         ToolEntry("a", "Read", "posts.py", "ok", "     1\tdef list_posts():"),
         ToolEntry("b", "TaskUpdate", "#1 → completed", "error", "Error: unknown task id '1'"),

@@ -26,6 +26,7 @@ from todo_agent.core.events import (
     HookResult,
     Notice,
     ReasoningDelta,
+    Reminded,
     ResponseDiscarded,
     Retrying,
     TasksUpdated,
@@ -37,7 +38,7 @@ from todo_agent.core.events import (
 )
 from todo_agent.core.tasks.model import Task
 
-from .transcript import Entry, FoldEntry, NoticeEntry, ToolEntry, ToolStatus, attachment_entry
+from .transcript import Entry, FoldEntry, NoticeEntry, ReminderEntry, ToolEntry, ToolStatus, attachment_entry
 
 TURN_END_NOTICES: dict[str, NoticeEntry] = {
     # "interrupted", "max_turns", "length" and "loop" come with a notice from the core already.
@@ -95,8 +96,11 @@ class ConversationUI(Protocol):
         """A sub-agent started, did something in its own turn, or ended."""
 
 
-def notice_entry(event: Notice | HookResult) -> NoticeEntry | None:
-    """A notice, or a hook that blocked or failed (a hook that ran fine says nothing)."""
+def notice_entry(event: Notice | HookResult | Reminded) -> Entry | None:
+    """A notice, a reminder the model got, or a hook that blocked or failed (a hook that
+    ran fine says nothing)."""
+    if isinstance(event, Reminded):
+        return ReminderEntry.of(event.text)
     if isinstance(event, Notice):
         return NoticeEntry(event.text, event.level)
     return NoticeEntry(event.describe(), "warning") if event.noteworthy else None
@@ -176,7 +180,7 @@ class EventHandler:
                 await self._tool_finished(event)
             case TasksUpdated(tasks=tasks):
                 await self.ui.show_tasks(tasks)
-            case Notice() | HookResult():
+            case Notice() | HookResult() | Reminded():
                 await self._notice(event)
             case Usage():
                 self.ui.show_usage(event)
@@ -196,7 +200,7 @@ class EventHandler:
             await self.ui.add_entry(ToolEntry(event.call_id, event.name, event.summary))
         await self.ui.finish_tool(event.call_id, event.name, event.output, event.status, event.elapsed)
 
-    async def _notice(self, event: Notice | HookResult) -> None:
+    async def _notice(self, event: Notice | HookResult | Reminded) -> None:
         entry = notice_entry(event)
         if entry is not None:
             await self.ui.add_entry(entry)

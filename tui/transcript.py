@@ -19,7 +19,7 @@ from todo_agent.core.input.custom_commands import parse_header
 from todo_agent.core.input.mentions import parse_attachment_message
 from todo_agent.core.model.base import content_text, stored_reasoning
 from todo_agent.core.session.transcript import CompactionMark
-from todo_agent.core.tasks.reminders import CLOSE_TAG, OPEN_TAG, TASK_TOOL_NAMES
+from todo_agent.core.tasks.reminders import CLOSE_TAG, COMPACTED, OPEN_TAG, TASK_TOOL_NAMES, reminder_text
 from todo_agent.core.tools.base import short
 
 ToolStatus = Literal["running", "ok", "error", "denied", "cancelled"]
@@ -69,6 +69,16 @@ class FoldEntry:
     """After the label, muted: `242 lines`, `.claude/commands/review.md`."""
     content: str
     """What unfolds (what the model got)."""
+
+
+@dataclass
+class ReminderEntry(FoldEntry):
+    """What the harness reminded the model of: one dim line (`⎿ reminder  You changed files
+    while no task is in progress: app.py`) that unfolds to the whole reminder."""
+
+    @classmethod
+    def of(cls, text: str) -> ReminderEntry:
+        return cls("reminder", short(text.split("\n", 1)[0], 160), text)
 
 
 @dataclass
@@ -208,6 +218,8 @@ def thought_label(entry: ThoughtEntry) -> tuple[str, str]:
 
 
 def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
+    if (reminder := reminder_text({"role": "user", "content": text})) is not None and _shown_live(reminder):
+        return [ReminderEntry.of(reminder)]
     if text.lstrip().startswith(OPEN_TAG):
         return [NoticeEntry(_reminder_line(text), "dim")] if show_reminders else []
     if (attachments := parse_attachment_message(text)) is not None:
@@ -234,6 +246,12 @@ def _tool_entry(call: dict[str, Any], summarize: Callable[[str, dict[str, Any]],
     arguments = _parse_arguments(function.get("arguments"))
     summary = summarize(name, arguments) or summarize_arguments(name, arguments)
     return ToolEntry(call_id=str(call.get("id") or ""), name=name, summary=summary)
+
+
+def _shown_live(reminder: str) -> bool:
+    """A reminder the live conversation showed (a `Reminded`): the task reminders and the
+    team's note, not a compaction's summary (the compaction notice stands for it)."""
+    return not reminder.startswith(COMPACTED)
 
 
 def _reminder_line(text: str) -> str:

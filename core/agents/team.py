@@ -106,6 +106,8 @@ class TeamSettings:
     max_parallel: int = DEFAULT_PARALLEL
     max_turns: int = DEFAULT_MAX_TURNS
     """A sub-agent's model requests when its call does not say."""
+    tasks: bool = True
+    """Sub-agents get the task tools (False: `tasks = "off"`, no plan at all)."""
 
 
 class Team:
@@ -318,10 +320,9 @@ class Team:
             files=FileLedger(self.holds.holder_for(child.ref), self.holds.wrote_by(child.ref, lambda: key)),
         )
 
-    @staticmethod
-    def _tools(kind: AgentType, main: Agent) -> list[Tool]:
+    def _tools(self, kind: AgentType, main: Agent) -> list[Tool]:
         """The main agent's tools but `Agent` (depth 1) and the list-wide TodoWrite, narrowed
-        to the type's `tools`; every sub-agent gets the task tools."""
+        to the type's `tools`; every sub-agent gets the task tools (unless there is no plan)."""
         chosen = [
             tool
             for tool in main.tools
@@ -329,7 +330,7 @@ class Team:
             and tool.name not in (*TASK_TOOLS, "TodoWrite")
             and (kind.tools is None or tool.name in kind.tools)
         ]
-        return [*chosen, *TASK_TOOLS_V2]
+        return [*chosen, *TASK_TOOLS_V2] if self.settings.tasks else chosen
 
     def _own_task_check(self, child: Child) -> Callable[[TurnState], str | None]:
         def check(state: TurnState) -> str | None:

@@ -36,6 +36,7 @@ from ..events import (
     Event,
     Notice,
     ReasoningDelta,
+    Reminded,
     ResponseDiscarded,
     Retrying,
     TasksUpdated,
@@ -67,6 +68,7 @@ from ..session.directory import SERVER_RECORD
 from ..session.transcript import Session
 from ..tasks import budgets
 from ..tasks.model import AgentRef, StoreError
+from ..tasks.reminders import reminder_text
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
@@ -410,6 +412,7 @@ class Agent:
         # A goal's turn is judged by the goal (`core/goal.py`), which names all that is left.
         judged = turn.limit is not None
         follow_up = None if judged else self.lifecycle.check_turn_end(TurnState(self.history, turn.continuations))
+        reminded = reminder_text({"role": "user", "content": follow_up}) if follow_up is not None else None
         if follow_up is None:
             stop = await run_gates(self.lifecycle.stop, StopState(response.content, turn.stops))
             events.extend(stop.events)
@@ -418,6 +421,8 @@ class Agent:
             follow_up, turn.stops = stop.block, turn.stops + 1
         turn.continuations += 1
         self.append({"role": "user", "content": follow_up})
+        if reminded:  # the stop check's words, not a stop hook's (the hook's result shows those)
+            events.append(Reminded(reminded))
         return events, False
 
     async def _step(self, turn: _Turn) -> AsyncIterator[Event | ModelResponse]:
@@ -456,6 +461,8 @@ class Agent:
         overflow.clear()
         for message in self.lifecycle.collect_before_request(self.history):
             self.append(message)
+            if (text := reminder_text(message)) is not None:
+                yield Reminded(text)
         if (problem := self.budget.prefix_problem(self.prefix_tokens())) is not None:
             dropped = self._drop_unsent(turn)
             yield Error(problem + dropped)

@@ -74,14 +74,19 @@ def _last_run(task: Task) -> str:
     return f" ({time.strftime('%H:%M', time.localtime(last.at))}, {last.seconds:.1f} s)"
 
 
+LEGEND = "☐ pending ◼ in_progress ☒ completed ☑ verified"
+"""The marks, said once under a list the model reads."""
+
+
 def render_for_model(tasks: Sequence[Task], now: float | None = None) -> str:
-    """The compact list for the model: id, status, subject, owner, open blockers, check, budget."""
+    """The list for the model in the panel's compact form (`◼ #2 Add pagination`), with what
+    the panel shows beside it in words: owner, open blockers, check, budget; the marks' legend last."""
     if not tasks:
         return "No tasks."
     now = time.time() if now is None else now
     lines = []
     for task in tasks:
-        line = f"#{task.id} [{task.status}] {task.subject}"
+        line = f"{mark(task)} #{task.id} {task.subject}"
         if task.claim is not None:
             line += f" (sub-agent {task.claim.agent} is working on it)"
         elif task.owner:
@@ -93,8 +98,9 @@ def render_for_model(tasks: Sequence[Task], now: float | None = None) -> str:
             last = task.attempts[-1]
             line += f" [{len(task.attempts)} attempt(s); last: {last.outcome} by {last.agent}]"
         if check := check_line(task, width=200):
-            line += f" [check: {check}{'; verified' if task.verified else ''}]"
+            line += f" [check: {check}]"
         if spend := spend_line(task, now):
             line += f" [{spend}]"
         lines.append(line)
+    lines.append(f"({LEGEND})")
     return "\n".join(lines)

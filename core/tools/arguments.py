@@ -53,7 +53,7 @@ class Arguments(BaseModel):
         """The lean schema sent to the model: no titles, no defaults, optional fields as
         their plain type, nested models inlined, every object closed."""
         raw = cls.model_json_schema()
-        schema: dict[str, Any] = _lean(raw, raw.get("$defs", {}))
+        schema: dict[str, Any] = _lean(raw, raw.get("$defs", {}), root=True)
         return schema
 
 
@@ -174,20 +174,33 @@ def object_schema(properties: dict[str, Any], required: Iterable[str] = ()) -> d
 _ORDER = ("type", "enum", "items", "minLength", "minimum", "description")
 
 
-def _lean(node: Any, defs: Mapping[str, Any]) -> Any:
+def _lean(node: Any, defs: Mapping[str, Any], *, root: bool = False) -> Any:
+    """Every schema is sent with every request, so it says each thing once: the arguments
+    object closed, with its `required` list; a nested object closed too but without an
+    empty `required`; a nested object that declares no properties (a map such as
+    `metadata`) open, since closing it would allow only `{}`."""
     if isinstance(node, list):
         return [_lean(item, defs) for item in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
-        node = {**defs[node["$ref"].rsplit("/", 1)[-1]], **{k: v for k, v in node.items() if k != "$ref"}}
+        # A nested model's docstring is for people; the field's own description is for the model.
+        target = {k: v for k, v in defs[node["$ref"].rsplit("/", 1)[-1]].items() if k != "description"}
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
     options = [option for option in node.get("anyOf", ()) if option != {"type": "null"}]
     if len(options) == 1:  # `X | None`: the schema says X and leaves the field out of `required`
         node = {**{k: v for k, v in node.items() if k != "anyOf"}, **options[0]}
     if node.get("type") == "object":
         properties = {name: _lean(value, defs) for name, value in node.get("properties", {}).items()}
-        schema = object_schema(properties, node.get("required", ()))
-        if "description" in node and "title" not in node:  # a field's own words, not a model's docstring
+        if root:
+            schema = object_schema(properties, node.get("required", ()))
+        elif not properties:
+            schema = {"type": "object"}
+        else:
+            schema = {"type": "object", "properties": properties, "additionalProperties": False}
+            if node.get("required"):
+                schema["required"] = list(node["required"])
+        if "description" in node and not root:  # the root's is the model's docstring
             schema["description"] = node["description"]
         return schema
     kept = {k: _lean(v, defs) for k, v in node.items() if k not in ("title", "default", "$defs")}

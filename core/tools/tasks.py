@@ -108,12 +108,12 @@ UpdateStatus = Annotated[
 TodoStatus = Annotated[str | None, BeforeValidator(_status), WithJsonSchema({"type": "string", "enum": list(STATUSES)})]
 
 
-TaskId = Annotated[str, BeforeValidator(_required_id), Field(description='The task id, e.g. "3".')]
+TaskId = Annotated[str, BeforeValidator(_required_id)]
 IdList = Annotated[
     tuple[str, ...], BeforeValidator(_id_list), WithJsonSchema({"type": "array", "items": {"type": "string"}})
 ]
 _ACTIVE_FORM = {"active_form": "activeForm"}
-VERIFY_HELP = "A shell command that proves it (exit 0), run on completion."
+VERIFY_HELP = "Shell command that proves it; only its pass completes it."
 
 
 def _budget(value: Any) -> Budget | None:
@@ -146,13 +146,11 @@ TaskBudget = Annotated[
 
 class TaskCreateArgs(Arguments):
     aliases: ClassVar[Mapping[str, str]] = {"title": "subject", **_ACTIVE_FORM}
-    subject: RequiredLabel = Field(description="Short imperative title, e.g. 'Add pagination'.")
-    description: Label = Field(None, description="What needs doing and how to tell it is done.")
-    activeForm: Label = Field(
-        None, description="Present-continuous form shown while it runs, e.g. 'Adding pagination'."
-    )
+    subject: RequiredLabel = Field(description="Imperative, e.g. 'Add pagination'.")
+    description: Label = Field(None, description="Details, and how to tell it is done.")
+    activeForm: Label = Field(None, description="Shown while in progress, e.g. 'Adding pagination'.")
     verify: Label = Field(None, description=VERIFY_HELP)
-    budget: TaskBudget = Field(None, description="The most it may take; you may lower it later, not raise it.")
+    budget: TaskBudget = Field(None, description="Its most; you may lower it later.")
 
 
 class TaskGetArgs(Arguments):
@@ -182,11 +180,11 @@ class TaskUpdateArgs(TaskGetArgs):
     description: Label = None
     activeForm: Label = None
     owner: Label = None
-    addBlocks: IdList = Field((), description="Ids of tasks that cannot start until this one is completed.")
-    addBlockedBy: IdList = Field((), description="Ids of tasks that must be completed before this one.")
-    metadata: Metadata = Field((), description="Keys to merge into the task's metadata; a null value removes a key.")
+    addBlocks: IdList = Field((), description="Ids that wait for this one.")
+    addBlockedBy: IdList = Field((), description="Ids this one waits for.")
+    metadata: Metadata = Field((), description="Keys to merge; null removes one.")
     verify: Label = Field(None, description='Its check; "" removes it.')
-    budget: TaskBudget = Field(None, description="Lower its budget (only the person raises one).")
+    budget: TaskBudget = Field(None, description="Lower it.")
 
 
 class TaskListArgs(Arguments):
@@ -200,7 +198,7 @@ class TodoEntry(Arguments):
 
     content: str = Field(min_length=1, description="Imperative, e.g. 'Run tests'.")
     status: TodoStatus
-    activeForm: str | None = Field(None, description="Present continuous, e.g. 'Running tests'.")
+    activeForm: str | None = Field(None, description="Shown while in progress.")
     verify: str | None = Field(None, description=VERIFY_HELP)
 
 
@@ -240,9 +238,7 @@ def _todo_list(value: Any) -> list[dict[str, Any]]:
 
 
 class TodoWriteArgs(Arguments):
-    todos: Annotated[list[TodoEntry], BeforeValidator(_todo_list)] = Field(
-        description="The complete, updated list (items left out are removed)."
-    )
+    todos: Annotated[list[TodoEntry], BeforeValidator(_todo_list)] = Field(description="The complete list.")
 
     def items(self) -> list[TodoItem]:
         return [TodoItem(t.content, t.status or "", t.activeForm or "", t.verify) for t in self.todos]
@@ -295,11 +291,17 @@ async def _ask_hooks(ctx: ToolContext, store: TaskStore, preview: Preview) -> No
             raise ToolError(f"{verdict.block}\nThe task list is unchanged.")
 
 
-def _remaining(tasks: Sequence[Task]) -> str:
-    left = sum(1 for t in tasks if t.status != "completed")
-    if left:
-        return f"{left} task(s) remaining"
-    return "All tasks completed." if tasks else "The task list is empty."
+OPEN_SHOWN = 12
+"""Open tasks a result names by id; more are counted (`14 open: #3 #4 … #20`)."""
+
+
+def _open(tasks: Sequence[Task]) -> str:
+    """What is left, as every task result ends: `3 open: #3 #4 #5`, `all 5 completed`."""
+    left = [f"#{t.id}" for t in tasks if t.status != "completed"]
+    if not left:
+        return f"all {len(tasks)} completed" if tasks else "the list is empty"
+    shown = left if len(left) <= OPEN_SHOWN else [*left[: OPEN_SHOWN - 1], "…", left[-1]]
+    return f"{len(left)} open: {' '.join(shown)}"
 
 
 def _blocked_suffix(task: Task, tasks: Sequence[Task]) -> str:
@@ -334,7 +336,7 @@ async def _create(args: TaskCreateArgs, ctx: ToolContext) -> str:
     await _ask_hooks(ctx, store, preview)
     task = await _attempt(store.create(subject, description, active_form, created_by, verify=verify, budget=budget))
     ctx.emit(TasksUpdated(store.snapshot()))
-    return f"Task #{task.id} created: {task.subject}"
+    return f"#{task.id} created · {_open(store.snapshot())}"
 
 
 async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
@@ -402,15 +404,15 @@ async def _update(args: TaskUpdateArgs, ctx: ToolContext) -> str:
     task = outcome.task
     passed = [passed_note(task, checked)] if checked is not None else []
     if outcome.deleted:
-        state = f"Task #{task.id} deleted: {task.subject}"
+        state = f"#{task.id} deleted · {_open(tasks)}"
     elif task.claim is not None and task.claim.done:
         state = (
-            f"Task #{task.id} marked completed: {task.subject}. It is recorded as completed when you end your "
-            "turn without errors; end it now with a short summary of what you did."
+            f"#{task.id} marked completed. It is recorded as completed when you end your turn without errors; "
+            "end it now with a short summary of what you did."
         )
     else:
-        state = f"Task #{task.id} → {task.status}: {task.subject}{_blocked_suffix(task, tasks)}"
-    return "\n".join([state, *passed, _remaining(tasks), *outcome.notes])
+        state = f"#{task.id} → {task.status}{_blocked_suffix(task, tasks)} · {_open(tasks)}"
+    return "\n".join([state, *passed, *outcome.notes])
 
 
 async def _run_check_first(
@@ -440,8 +442,7 @@ async def _list(args: TaskListArgs, ctx: ToolContext) -> str:
     tasks = _store(ctx).snapshot()
     if not tasks:
         return "No tasks yet."
-    done = sum(1 for t in tasks if t.status == "completed")
-    return f"{render_for_model(tasks)}\n({done}/{len(tasks)} completed)"
+    return f"{render_for_model(tasks)}\n{_open(tasks)}"
 
 
 async def _get(args: TaskGetArgs, ctx: ToolContext) -> str:
@@ -482,10 +483,7 @@ async def _todo_write(args: TodoWriteArgs, ctx: ToolContext) -> str:
     ctx.emit(TasksUpdated(store.snapshot()))
     counts = {s: sum(1 for t in outcome.tasks if t.status == s) for s in ("completed", "in_progress", "pending")}
     detail = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    lines = [
-        f"Todo list saved ({len(outcome.tasks)} items{': ' + detail if detail else ''}).",
-        _remaining(outcome.tasks),
-    ]
+    lines = [f"Saved · {detail}" if counts["in_progress"] + counts["pending"] else f"Saved · {_open(outcome.tasks)}"]
     if outcome.dropped:
         names = ", ".join(f'#{t.id} "{t.subject}"' for t in outcome.dropped)
         lines.append(

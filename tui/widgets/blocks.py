@@ -26,6 +26,7 @@ from ..transcript import (
     FoldEntry,
     NoticeEntry,
     PlainEntry,
+    ReminderEntry,
     ThoughtEntry,
     ToolEntry,
     UserEntry,
@@ -118,9 +119,11 @@ def output_box(output: str, width: int, painter: Painter) -> list[Strip]:
 
 
 def fold_lines(entry: FoldEntry, *, expanded: bool, width: int, painter: Painter) -> list[Strip]:
-    """`  ⎿  @cli.py  242 lines`: one line; expanded, what the model got under it."""
+    """`  ⎿  @cli.py  242 lines`: one line; expanded, what the model got under it. A
+    reminder's line is dim throughout: the harness speaking, not the conversation."""
+    label = "$text-muted italic" if isinstance(entry, ReminderEntry) else "bold"
     line = Content.assemble(
-        ("  ⎿  ", "$text-muted"), (sanitize(entry.label), "bold"), ("  " + sanitize(entry.detail), "$text-muted")
+        ("  ⎿  ", "$text-muted"), (sanitize(entry.label), label), ("  " + sanitize(entry.detail), "$text-muted")
     )
     lines = [painter.content(line.truncate(width, ellipsis=True), width, painter.style())[0]]
     if expanded:
