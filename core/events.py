@@ -196,6 +196,9 @@ class Usage:
     """Of the prompt, what the server had cached (it says so: OpenAI, vLLM, llama.cpp)."""
     reasoning_tokens: int = 0
     """Of the completion, what went into reasoning (reasoning models that count it)."""
+    plan_tokens: int = 0
+    """Of the prompt, what the plan took: the task tools' schemas, reminders, task calls
+    and their results (`core/window/breakdown.py`)."""
 
 
 @dataclass(frozen=True)

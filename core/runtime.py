@@ -49,11 +49,13 @@ from .hooks.trust import is_trusted, trust
 from .hooks.wiring import NotificationKind, SessionSource, ShellHooks
 from .input.custom_commands import CommandSet, CustomCommand, default_sources, load_commands, without
 from .input.file_index import FileIndex
+from .input.mentions import OPEN as ATTACHMENTS_OPEN
 from .input.mentions import Attacher
 from .input.prepare import InputPreparer
 from .lifecycle import BeforeRequest, Lifecycle
 from .mcp.images import images_provider
 from .mcp.manager import McpManager
+from .mcp.names import server_of
 from .mcp.results import results_dir
 from .mcp.server import McpServer
 from .mcp.tools import SCHEMA_SHARE, ToolSet
@@ -78,6 +80,7 @@ from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
 from .tools.task_checks import stop_left_running
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
+from .window.breakdown import Breakdown, Shape, Spend, breakdown
 from .window.tokens import (
     DEFAULT_WINDOW,
     OPENAI_DEFAULT_WINDOW,
@@ -218,6 +221,12 @@ class LazyModel:
                 paused = time.monotonic()
 
 
+def _is_attachment(message: Message) -> bool:
+    """`@` files (`core/input/mentions.py`) or images (an MCP tool's, after its results)."""
+    content = message.get("content")
+    return isinstance(content, list) or (isinstance(content, str) and content.startswith(ATTACHMENTS_OPEN + "\n"))
+
+
 def build_tools(tasks_version: str) -> list[Tool]:
     task_tools = {"v1": TASK_TOOLS_V1, "off": []}.get(tasks_version, TASK_TOOLS_V2)
     return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
@@ -267,6 +276,7 @@ class Runtime:
         )
         task_line = {"v1": SYSTEM_PROMPT_LINE_V1, "off": ""}.get(config.tasks_version, SYSTEM_PROMPT_LINE_V2)
         self.system = build_system_context(config.workspace, task_line)
+        self.plan_line = task_line
         self.session = session
         # The API key variables stay out of every command's environment (and every MCP server's).
         self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
@@ -446,6 +456,21 @@ class Runtime:
     def tool_status(self, call_id: str) -> str | None:
         """How a past tool call ended (`ok`, `denied`, …), for drawing a resumed transcript."""
         return self.session.tool_status.get(call_id)
+
+    def context_breakdown(self) -> Breakdown:
+        """What the next request holds, by part (`/context`, the `-p` json `usage.context`)."""
+        agent = self.agent
+        shape = Shape(
+            instructions=[found.text.strip() for found in self.system.instructions],
+            plan_line=self.plan_line,
+            attachment=_is_attachment,
+            server_of=server_of,
+        )
+        return breakdown(agent.request_messages(), agent.schemas(), self.counter, self.budget, shape)
+
+    def plan_spend(self) -> Spend:
+        """The prompt tokens this session's requests took, and the plan's part of them."""
+        return self.agent.spend
 
     def tasks(self) -> tuple[Task, ...]:
         """The task list as it is now (the person may have edited it since the last event)."""
@@ -941,5 +966,6 @@ class Runtime:
             budget=self.budget,
             sandbox=self.sandbox,
             counter=self.counter,
+            plan_line=self.plan_line,
             files=self.team.main_ledger(),
         )

@@ -100,6 +100,7 @@ class _Tally:
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    plan_tokens: int = 0
     last_listing: str = ""
     goal: GoalProgress | None = None
 
@@ -146,6 +147,7 @@ class _Tally:
         self.completion_tokens += usage.completion_tokens
         self.cached_tokens += usage.cached_tokens
         self.reasoning_tokens += usage.reasoning_tokens
+        self.plan_tokens += usage.plan_tokens
 
     def _feed_agent(self, wrapped: AgentEvent) -> None:
         """A sub-agent's event: its tokens count, its plan changes print; its text does not."""
@@ -288,7 +290,10 @@ def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:
         "completion_tokens": tally.completion_tokens,
         "cached_tokens": tally.cached_tokens,
         "reasoning_tokens": tally.reasoning_tokens,
+        "plan_tokens": tally.plan_tokens,
+        "plan_share": round(tally.plan_tokens / tally.prompt_tokens, 4) if tally.prompt_tokens else 0.0,
         "context_tokens": used,
         "context_window": window,
         "context_share": round(used / window, 3) if window else None,
+        "context": runtime.context_breakdown().as_json(),
     }

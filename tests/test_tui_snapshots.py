@@ -28,6 +28,7 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionInfo
 from todo_agent.core.settings import Config
 from todo_agent.core.tasks.model import CheckRun, Task
+from todo_agent.core.window.breakdown import Breakdown, Part, Spend
 from todo_agent.core.window.tokens import TokenCounter
 from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
@@ -72,6 +73,8 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(child, "time", SimpleNamespace(monotonic=lambda: FROZEN_NOW, time=lambda: FROZEN_NOW))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
+    # The plan's cost is counted from the prompt, whose system message holds the temporary path.
+    monkeypatch.setattr(Runtime, "plan_spend", lambda self: Spend(48_210, 1_012, 7))
 
 
 @pytest.fixture
@@ -136,6 +139,39 @@ def test_demo_finished(snap_compare: SnapCompare, demo: tuple[Path, dict[str, An
         await turn_done(pilot)
         await wait_settled(pilot)
         await send(pilot, "/todos")
+        conversation = main_screen(pilot.app).conversation  # type: ignore[arg-type]
+        await wait_until(pilot, lambda: isinstance(conversation.entries[-1], PlainEntry))
+        await pilot.pause()
+
+    assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+CONTEXT = Breakdown(
+    (
+        Part("system", 812),
+        Part("instructions", 240),
+        Part("tools", 3_301),
+        Part("mcp:git", 1_460),
+        Part("plan", 1_118),
+        Part("attachments", 2_050),
+        Part("conversation", 6_930),
+    ),
+    window=32_768,
+    trigger=26_214,
+    measured=True,
+)
+
+
+def test_context_after_the_demo(
+    snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/context`: the bar and the table (the figures fixed here: they come from a prompt that
+    holds the temporary path; `tests/test_context.py` checks real ones against a server)."""
+    monkeypatch.setattr(Runtime, "context_breakdown", lambda self: CONTEXT)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await finish_demo(pilot, demo[1]["prompt"])
+        await send(pilot, "/context")
         conversation = main_screen(pilot.app).conversation  # type: ignore[arg-type]
         await wait_until(pilot, lambda: isinstance(conversation.entries[-1], PlainEntry))
         await pilot.pause()

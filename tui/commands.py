@@ -21,6 +21,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/todos", "Print the task list and each task's files; `history`: every version", "[history]"),
     SlashCommand("/new", "Start a new session with an empty task list"),
     SlashCommand("/resume", "Pick an earlier session to resume"),
+    SlashCommand("/context", "What the next request holds: each part's tokens, the plan's cost, the room left"),
     SlashCommand("/compact", "Summarise older messages to free context", "[FOCUS]"),
     SlashCommand("/sandbox", "Show the sandbox, or switch it for this session", "[on|off|auto|read-only]"),
     SlashCommand("/goal", "Work until every task is completed and every check passes (no text: the list)", "[TEXT]"),

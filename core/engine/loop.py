@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
 from ..tools.ledger import FileLedger
+from ..window.breakdown import Spend, plan_tokens
 from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
 from .batch import BatchDeps, BatchRunner, Status
@@ -133,6 +134,10 @@ class Agent:
     """The running turn's request budget (its sub-agents spend from it too)."""
     sandbox: Sandbox | None = None
     """Where the model's commands run (`core/sandbox.py`), shared with its sub-agents."""
+    plan_line: str = ""
+    """The system prompt's line on keeping the plan (counted as the plan's)."""
+    spend: Spend = field(default_factory=Spend)
+    """Prompt tokens this agent's requests took, and the plan's part (from the session on resume)."""
     _compact_soon: str | None = field(default=None, repr=False)
     """A `/compact` asked for while the turn runs: its focus, done before the next request."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
@@ -151,6 +156,7 @@ class Agent:
         self._window = WindowKeeper(self, retry=self._retry_policy)
         if self.session is not None:
             self.history = self.session.messages
+            self.spend = Spend.from_record(self.session.spend)
         if self.history:  # a resumed session: its size, before any request measures it
             self.context_tokens = self.prompt_estimate()
 
@@ -551,7 +557,11 @@ class Agent:
             self._remember_server(model)
         usage = self._usage(response, messages, schemas)
         self.context_tokens = usage.prompt_tokens + usage.completion_tokens
-        return [*events, usage]
+        plan = plan_tokens(messages, schemas, usage.prompt_tokens, self.plan_line)
+        self.spend.add(usage.prompt_tokens, plan)
+        if self.session is not None:
+            self.session.note(self.spend.record())
+        return [*events, replace(usage, plan_tokens=plan)]
 
     def _remember_server(self, model: ChatModel) -> None:
         """Write what the client learned of its server into the session, so `--continue`

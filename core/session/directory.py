@@ -24,6 +24,9 @@ from ..tasks.reminders import OPEN_TAG
 HEADER_TYPE = "session"
 SERVER_RECORD = "server"
 """A session line saying what a model's client learned of its server."""
+SPEND_RECORD = "spend"
+"""A session line with the running totals of the prompt tokens and the plan's part
+(`core/window/breakdown.py`, `Spend`); the latest one counts."""
 NEAREST = 3
 """How many sessions an unknown id's error offers."""
 _TITLE_SCAN_LINES = 20

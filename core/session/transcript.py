@@ -50,6 +50,7 @@ from .directory import (
     HEADER_TYPE,
     PRIVATE_FILE,
     SERVER_RECORD,
+    SPEND_RECORD,
     SessionError,
     parse_record,
     private_dir,
@@ -90,6 +91,8 @@ class Session:
     tool_status: dict[str, str] = field(default_factory=dict)
     server_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per model: what its client learned of the server in an earlier run (`SERVER_RECORD`)."""
+    spend: dict[str, Any] | None = None
+    """The latest `SPEND_RECORD`: prompt tokens so far and the plan's part."""
     """tool_call_id → ok | error | denied | cancelled, for rebuilding the conversation.
 
     Kept beside the message in the JSONL record, not in the message itself, because
@@ -203,23 +206,9 @@ class Session:
         if record is None:
             self.warnings.append(f"skipped unreadable line {number} in session {self.id}")
             return
-        kind = record.get("type")
-        if kind == "compaction":
-            if not self._load_compaction(record):
-                self.warnings.append(f"skipped an unreadable compaction record (line {number}) in session {self.id}")
+        if record.get("type") != "message":
+            self._load_note(number, record)
             return
-        if kind == SERVER_RECORD:
-            model, learned = record.get("model"), record.get("learned")
-            if isinstance(model, str) and isinstance(learned, dict):
-                self.server_facts[model] = learned
-            return
-        if kind == "rewind":
-            length = record.get("length")
-            if isinstance(length, int) and 0 <= length <= len(self.messages):
-                self._cut(length)
-            return
-        if kind != "message":
-            return  # the header, or a record kind this version does not know
         message = record.get("message")
         if not _is_message(message):
             self.warnings.append(f"skipped line {number} in session {self.id}: not a message this version can use")
@@ -228,6 +217,24 @@ class Session:
         self.transcript.append(message)
         if isinstance(record.get("status"), str) and message.get("role") == "tool":
             self.tool_status[str(message.get("tool_call_id"))] = record["status"]
+
+    def _load_note(self, number: int, record: dict[str, Any]) -> None:
+        """A line that is not a message: a compaction, what a server was found to be, the
+        spend so far, a rewind; the header, or a kind this version does not know, is skipped."""
+        kind = record.get("type")
+        if kind == "compaction":
+            if not self._load_compaction(record):
+                self.warnings.append(f"skipped an unreadable compaction record (line {number}) in session {self.id}")
+        elif kind == SPEND_RECORD:
+            self.spend = record
+        elif kind == SERVER_RECORD:
+            model, learned = record.get("model"), record.get("learned")
+            if isinstance(model, str) and isinstance(learned, dict):
+                self.server_facts[model] = learned
+        elif kind == "rewind":
+            length = record.get("length")
+            if isinstance(length, int) and 0 <= length <= len(self.messages):
+                self._cut(length)
 
     def _load_compaction(self, record: dict[str, Any]) -> bool:
         summary, kept = record.get("summary"), record.get("kept")

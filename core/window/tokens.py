@@ -54,7 +54,7 @@ def unbelievable_window(window: int, where: str) -> str | None:
 
 _MESSAGE_OVERHEAD = 8
 """Characters' worth of role markers and separators a chat template adds per message."""
-_CALL_OVERHEAD = 24
+CALL_OVERHEAD = 24
 
 
 def message_chars(message: Message | dict[str, Any]) -> int:
@@ -72,7 +72,7 @@ def message_chars(message: Message | dict[str, Any]) -> int:
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            chars += _CALL_OVERHEAD + len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+            chars += CALL_OVERHEAD + len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
     if message.get("tool_calls"):
         chars += len(stored_reasoning(message)[0])
     return chars + _MESSAGE_OVERHEAD
@@ -182,6 +182,11 @@ class TokenCounter:
         if self._anchor is not None and chars > 0:
             sent, measured = self._anchor
             self._anchor = (sent, max(0, measured - self.tokens(chars)))
+
+    @property
+    def anchored(self) -> bool:
+        """The next request's count rests on the server's count of an earlier one."""
+        return self._anchor is not None
 
     def forget(self) -> None:
         """The history was replaced (compaction, rewind): the last count no longer applies."""

@@ -16,6 +16,7 @@ from todo_agent.core.sandbox import SandboxMode
 from todo_agent.core.settings import EFFORTS
 from todo_agent.core.tasks.history import render as render_history
 from todo_agent.core.tasks.render import render_tasks
+from todo_agent.core.window.breakdown import render_breakdown
 
 from ..commands import SlashCommand, help_text, parse
 from ..transcript import Entry, NoticeEntry, PlainEntry
@@ -96,7 +97,17 @@ async def _todos(host: CommandHost, argument: str) -> None:
         await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
     else:
         host.tasks_seen = render_tasks(runtime.tasks(), spend=False)
-        await host.say(PlainEntry(render_tasks(runtime.tasks(), runtime.task_files())))
+        listing = render_tasks(runtime.tasks(), runtime.task_files())
+        cost = runtime.plan_spend().line()
+        await host.say(PlainEntry(f"{listing}\n{cost[0].upper()}{cost[1:]}."))
+
+
+async def _context(host: CommandHost, argument: str) -> None:
+    if argument:
+        await host.say(NoticeEntry(f"/context takes no argument, not {argument[:40]!r}", "warning"))
+        return
+    runtime = host.runtime
+    await host.say(PlainEntry(render_breakdown(runtime.context_breakdown(), runtime.plan_spend())))
 
 
 async def _effort(host: CommandHost, argument: str) -> None:
@@ -219,6 +230,7 @@ async def _sandbox(host: CommandHost, argument: str) -> None:
 
 
 _READ_ARGUMENT: dict[str, Callable[[CommandHost, str], Awaitable[None]]] = {
+    "/context": _context,
     "/sandbox": _sandbox,
     "/todos": _todos,
     "/mode": _mode,
