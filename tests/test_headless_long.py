@@ -186,15 +186,21 @@ def test_json_output_reports_the_share_of_the_window(workspace: Path) -> None:
             workspace, server.base_url, "-p", "hi", "--output-format", "json", "--context-window", "32768"
         )
     usage = json.loads(result.stdout)["usage"]
+    context, plan = usage.pop("context"), usage.pop("plan_tokens")
     assert usage == {
         "prompt_tokens": 3000,
         "completion_tokens": 277,
         "cached_tokens": 0,
         "reasoning_tokens": 0,
+        "plan_share": round(plan / 3000, 4),
         "context_tokens": 3277,
         "context_window": 32768,
         "context_share": 0.1,
     }
+    # The next request by part: the server's count of this one plus the answer, shared out.
+    assert context["measured"] is True and sum(context["parts"].values()) == context["total"] == 3277
+    assert context["free_before_compaction"] == int(32768 * 0.8) - 3277
+    assert 0 < plan < 3000 and 0 < context["parts"]["plan"] < 3277
 
 
 # --- what the server says about itself -----------------------------------------------------------

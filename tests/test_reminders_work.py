@@ -195,3 +195,42 @@ async def test_a_runtime_reminds_after_an_edit_with_no_task_in_progress_and_says
     last = model.requests[2][-1]
     assert last["role"] == "user" and str(last["content"]).startswith(f"<system-reminder>\n{UNTRACKED} app.py.")
     runtime.session.close()
+
+
+async def test_the_interval_leaves_a_task_in_progress_to_the_work_rule() -> None:
+    """With the work rules on, steps counted under a task in progress say nothing; the
+    stale-task rule names it by its calls. With no task in progress the interval speaks."""
+    store = TaskStore(None)
+    talk = Conversation(store, interval=2, stale_after=5)
+    await talk.respond(("TaskCreate", {"subject": "Add pagination"}))
+    assert talk.request() == []
+    await talk.quietly(("TaskUpdate", {"taskId": "1", "status": "in_progress"}))
+    for _ in range(4):
+        await talk.quietly("Read")  # four steps past the interval of 2: nothing
+    await talk.respond("Read")
+    assert talk.request()[0].startswith(f"<system-reminder>\n{STUCK} 5 tool calls")
+    await talk.quietly(("TaskUpdate", {"taskId": "1", "status": "pending"}))
+    await talk.quietly("Read")
+    await talk.respond("Read")
+    assert talk.request()[0].startswith(f"<system-reminder>\n{STALE} 2 steps")
+
+
+def test_stream_json_prints_each_reminder(workspace: Path, tmp_path: Path) -> None:
+    import json
+
+    from test_headless_e2e import todo_agent
+
+    (workspace / "app.py").write_text("x = 1\n")
+    script = tmp_path / "script.json"
+    steps = [
+        {"tool_calls": [{"name": "TaskCreate", "arguments": {"subject": "Change x"}}]},
+        {"tool_calls": [{"name": "Write", "arguments": {"file_path": "app.py", "content": "x = 2\n"}}]},
+        {"text": "done"},
+    ]
+    script.write_text(json.dumps({"steps": steps}))
+    result = todo_agent(workspace, None, "-p", "go", "--model", f"script:{script}", "--tasks", "v2",
+                        "--output-format", "stream-json", "--permission-mode", "bypassPermissions")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    (reminded,) = [e for e in events if e["type"] == "Reminded"]
+    assert set(reminded) == {"type", "text"} and reminded["text"].startswith(f"{UNTRACKED} app.py.")

@@ -254,3 +254,29 @@ def test_request_retries_and_their_wait_are_settings_with_bounds(workspace: Path
         config = load_config(workspace, env={})
         assert (config.request_retries, config.request_retry_wait) == (6, 60.0)  # the file is ignored
         assert problem in config.warnings[0], config.warnings
+
+
+def test_tasks_off_and_stale_after_calls_are_read_and_checked(workspace: Path) -> None:
+    write(workspace / ".todo-agent/settings.toml", 'tasks = "off"\nstale_after_calls = 30\n')
+    config = load_config(workspace, env={})
+    assert (config.tasks_version, config.stale_after_calls, config.warnings) == ("off", 30, [])
+    write(workspace / ".todo-agent/settings.toml", 'tasks = "none"\nstale_after_calls = -1\n')
+    config = load_config(workspace, env={})
+    assert (config.tasks_version, config.stale_after_calls) == ("v2", 15)
+    assert any('must be "v1", "v2" or "off"' in w for w in config.warnings)
+    assert any("'stale_after_calls' must be >= 0" in w for w in config.warnings)
+
+
+def test_tasks_off_sends_no_task_tools_no_plan_line_and_no_reminders(workspace: Path) -> None:
+    from todo_agent.core.model.scripted import ScriptedModel
+    from todo_agent.core.settings import Config
+    from todo_agent.core.tools.tasks import SYSTEM_PROMPT_LINE_V2
+
+    runtime = Runtime.create(
+        Config(workspace=workspace, model="script:t", tasks_version="off"), model=ScriptedModel([])
+    )
+    names = {schema["function"]["name"] for schema in runtime.agent.schemas()}
+    assert not names & {"TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TodoWrite"} and "Read" in names
+    assert SYSTEM_PROMPT_LINE_V2 not in runtime.agent.system_prompt
+    assert runtime.agent.lifecycle.turn_end == [] and len(runtime.agent.lifecycle.before_request) == 1  # the team note
+    runtime.session.close()

@@ -94,7 +94,11 @@ def test_the_seeds_pagination_flow(workspace: Path) -> None:
 
 
 def test_a_lazy_model_is_reminded_on_the_seventh_request_and_continued_once(workspace: Path) -> None:
+    """The seeds' interval, as it is with the stale-task rule off (with it on, a task in
+    progress is named after `stale_after_calls` calls instead: `tests/test_reminders_work.py`)."""
     (workspace / "a.txt").write_text("a\n")
+    (workspace / ".todo-agent").mkdir()
+    (workspace / ".todo-agent" / "settings.toml").write_text("stale_after_calls = 0\n")
     # Not six identical calls: that would be a loop (the repeated-call guard stops it at 5).
     reads = [{"tool_calls": [tc("Read", file_path="a.txt", limit=n + 1)]} for n in range(6)]
     responses = [
@@ -121,7 +125,7 @@ def test_the_reminder_interval_setting_sets_when_the_reminder_comes(workspace: P
     (workspace / "a.txt").write_text("a\n")
     settings = workspace / ".todo-agent" / "settings.toml"
     settings.parent.mkdir()
-    settings.write_text("reminder_interval = 2\n")
+    settings.write_text("reminder_interval = 2\nstale_after_calls = 0\n")
     responses = [
         {"tool_calls": [tc("TaskCreate", subject="Look around"), tc("TaskUpdate", taskId="1", status="in_progress")]},
         *({"tool_calls": [tc("Read", file_path="a.txt")]} for _ in range(3)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -408,7 +409,11 @@ async def test_slash_commands(workspace: Path, tmp_path: Path) -> None:
         await pilot.pause()
         printed = screen.conversation.entries[-1]
         assert isinstance(printed, PlainEntry)
-        assert printed.text.splitlines() == ["◼ #1 Write tests  ← Doing Write tests", "☐ #2 Ship", "(0/2 completed)"]
+        *listing, cost = printed.text.splitlines()
+        assert listing == ["◼ #1 Write tests  ← Doing Write tests", "☐ #2 Ship", "(0/2 completed)"]
+        assert re.fullmatch(
+            r"The plan has cost \d+\.\d% of this session's prompt tokens \([\d,]+ of [\d,]+, 2 requests\)\.", cost
+        )
         await send(pilot, "/mode plan")
         await pilot.pause()
         assert screen.runtime.permissions.mode == "plan" and screen.status.mode == "plan"

@@ -95,10 +95,11 @@ class ThoughtEntry:
 
 @dataclass
 class PlainEntry:
-    """Lines printed into the conversation as they are: a task list (`/todos`), help."""
+    """Lines printed into the conversation as they are: a task list (`/todos`), help,
+    what the context holds (`/context`, its glyphs coloured by part)."""
 
     text: str
-    kind: Literal["tasks", "help"] = "tasks"
+    kind: Literal["tasks", "help", "context"] = "tasks"
 
 
 Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry | FoldEntry | ThoughtEntry

@@ -23,7 +23,10 @@ the end of the context), in the panel's compact form (`◼ #2 Add pagination`):
    after the latest one that called a task tool, or after the latest reminder; when the
    count reaches `interval`: `You have not updated the task list in the last N steps`.
    So with interval 6, a task-tool call in response k leaves requests k+1 … k+6 alone
-   and puts a reminder before request k+7.
+   and puts a reminder before request k+7. With the work rules on, it speaks only while
+   no task of the agent's is in progress: a task in progress is rule (b)'s to name, by
+   the calls made under it (counting steps there reminded a model that kept its list at
+   every task's end twice a task: `benchmarks/plan_cost.py`).
 
 How an earlier reminder is recognised: a `user` message whose content is a string that
 starts with `<system-reminder>` + newline immediately followed by one of the fixed
@@ -248,7 +251,7 @@ def task_reminder_provider(
             text = f"{NOT_VISIBLE}. Continue from it and keep it up to date with the task tools."
         elif work is not None and (rule := _work_rule(store, work, stale_after, files_of)) is not None:
             text = rule
-        elif interval > 0 and steps >= interval:
+        elif interval > 0 and steps >= interval and (work is None or stale_after == 0 or store.current() is None):
             text = (
                 f"{STALE} {steps} steps. If you have made progress, update it now: mark finished tasks "
                 "completed and the one you are working on in_progress. Do not mention this reminder "

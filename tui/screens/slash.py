@@ -107,7 +107,7 @@ async def _context(host: CommandHost, argument: str) -> None:
         await host.say(NoticeEntry(f"/context takes no argument, not {argument[:40]!r}", "warning"))
         return
     runtime = host.runtime
-    await host.say(PlainEntry(render_breakdown(runtime.context_breakdown(), runtime.plan_spend())))
+    await host.say(PlainEntry(render_breakdown(runtime.context_breakdown(), runtime.plan_spend()), "context"))
 
 
 async def _effort(host: CommandHost, argument: str) -> None:

@@ -13,10 +13,13 @@ output is drawn as what it is.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 
 from textual.content import Content
 from textual.strip import Strip
+
+from todo_agent.core.window.breakdown import FREE_GLYPH, GLYPHS
 
 from ..sanitize import StreamSanitizer, sanitize
 from ..transcript import (
@@ -142,13 +145,36 @@ def notice_lines(entry: NoticeEntry, width: int, painter: Painter) -> list[Strip
 def plain_lines(entry: PlainEntry, width: int, painter: Painter) -> list[Strip]:
     """Lines printed as they are: a task list (`/todos`) indented, help beside a bar."""
     content = Content(sanitize(entry.text))
-    if entry.kind == "tasks":
+    if entry.kind == "context":
+        content = _coloured(content)
+    if entry.kind in ("tasks", "context"):
         indent = painter.blank(2)
         return [Strip.join([indent, line]) for line in painter.content(content, width - 2, painter.style())]
     muted = painter.style("conversation--help")
     bar, pad = painter.bar("conversation--help-bar"), Strip.blank(1, muted.rich_style)
     inner = max(1, width - 3)
     return [Strip.join([bar, pad, fit(line, inner, muted), pad]) for line in painter.content(content, inner, muted)]
+
+
+PART_STYLES = {
+    GLYPHS["system"]: "$foreground 45%",
+    GLYPHS["instructions"]: "$foreground 70%",
+    GLYPHS["tools"]: "$primary",
+    GLYPHS["mcp"]: "$accent",
+    GLYPHS["plan"]: "$success",
+    GLYPHS["attachments"]: "$error",
+    GLYPHS["conversation"]: "$foreground 90%",
+    FREE_GLYPH: "$foreground 35%",
+}
+"""`/context`'s part glyphs, each in its part's colour (the glyphs alone tell them apart
+where there is no colour)."""
+_PART_RUNS = re.compile("([" + "".join(PART_STYLES) + r"])\1*")
+
+
+def _coloured(content: Content) -> Content:
+    for run in _PART_RUNS.finditer(content.plain):
+        content = content.stylize(PART_STYLES[run.group(1)], run.start(), run.end())
+    return content
 
 
 THOUGHT_INDENT = 4
