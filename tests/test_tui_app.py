@@ -40,7 +40,15 @@ from todo_agent.tui.screens.main import MainScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
 from todo_agent.tui.screens.welcome import WelcomeScreen
 from todo_agent.tui.screens.work_area import WorkArea
-from todo_agent.tui.transcript import AssistantEntry, Entry, NoticeEntry, PlainEntry, ToolEntry, UserEntry
+from todo_agent.tui.transcript import (
+    AssistantEntry,
+    Entry,
+    NoticeEntry,
+    PlainEntry,
+    ReminderEntry,
+    ToolEntry,
+    UserEntry,
+)
 from todo_agent.tui.widgets.prompt import PromptInput, Suggestions
 from todo_agent.tui.widgets.task_panel import TaskItem, TaskPanel
 
@@ -338,26 +346,29 @@ async def test_continue_restores_the_conversation_and_the_panel(workspace: Path)
         assert panel == [("Read code", "in_progress"), ("Fix bug", "pending")]
 
 
-async def test_reminders_stay_out_of_the_conversation_live_and_resumed(workspace: Path) -> None:
+async def test_reminders_are_one_folded_line_each_live_and_resumed(workspace: Path) -> None:
+    """Each reminder the model got is drawn as one dim folded line, never as its tags, and a
+    resumed session draws the same lines."""
     (workspace / "notes.txt").write_text("hello\n")
     read = {"tool_calls": [{"name": "Read", "arguments": {"file_path": "notes.txt"}}]}
-    steps = [*task_steps("Read the notes"), read, read, "Stopping.", "Still stopping."]
+    steps = [*task_steps("Read the notes", start=None), read, read, "Stopping."]
     first = make_app(workspace, steps, reminder_interval=1)
     async with first.run_test(size=SIZE) as pilot:
         await send(pilot, "read")
         await turn_done(pilot)
         screen = main_screen(first)
-        history = screen.runtime.history
-        assert sum("<system-reminder>" in str(m.get("content")) for m in history) >= 2  # the model got them
-        live = notices(first)
+        sent = [str(m["content"]) for m in screen.runtime.history if "<system-reminder>" in str(m.get("content"))]
+        assert len(sent) >= 2  # the interval's, with nothing in progress
+        live = [e for e in _entries(first) if isinstance(e, ReminderEntry)]
+        assert [f"<system-reminder>\n{e.content}\n</system-reminder>" for e in live] == sent
+        assert "system-reminder" not in screen_text(first)
         session_id = screen.runtime.session.id
     first.runtime.session.close()  # type: ignore[union-attr]
-    assert not any("reminder" in n for n in live)
 
     again = make_app(workspace, [], resume=session_id)
     async with again.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert not any("reminder" in n for n in notices(again))  # as it looked live
+        assert [e for e in _entries(again) if isinstance(e, ReminderEntry)] == live  # as it looked live
         assert "system-reminder" not in screen_text(again)
 
 
