@@ -246,9 +246,10 @@ def _cells(tokens: int, window: int, width: int) -> int:
     return max(1, round(tokens * width / window)) if tokens > 0 else 0
 
 
-def render_breakdown(found: Breakdown, spend: Spend, width: int = 50) -> str:
+def render_breakdown(found: Breakdown, spend: Spend, width: int = 40) -> str:
     """`/context`: a bar of the window (a glyph per part, `·` the room before compaction)
-    and a table of tokens and shares of the window, then the plan's cost."""
+    and a table of tokens and shares of the window, then the plan's cost. The bar's 40
+    cells (2.5% of the window each) fit the conversation beside the panel at 80 columns."""
     window = max(1, found.window)
     bar = "".join(_glyph(part.key) * _cells(part.tokens, window, width) for part in found.parts)[:width]
     room = max(0, min(width, round(found.trigger * width / window)) - len(bar))
