@@ -106,6 +106,18 @@ class Attached:
     """What the model got."""
     note: str = ""
     """Non-empty: nothing was attached, and this says why (binary, too big, outside…)."""
+    mime: str = ""
+    """An image's type (`image/png`): it went to the model as an image, `summary` says its
+    size (`1280×720 · 210 KB`) and `content` is empty."""
+
+
+@dataclass(frozen=True)
+class Steered:
+    """A message the person sent while the turn ran (`alt+enter`) reached the model, with
+    the turn's next request: after the tool batch that was running, never inside it."""
+
+    text: str
+    """What the person typed."""
 
 
 @dataclass(frozen=True)
@@ -339,6 +351,7 @@ Event = (
     | ToolFinished
     | Attached
     | CommandExpanded
+    | Steered
     | TasksUpdated
     | Notice
     | Reminded

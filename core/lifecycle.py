@@ -147,8 +147,9 @@ class PreparedPrompt:
 
     content: str
     """The user message."""
-    follow: tuple[str, ...] = ()
-    """User messages right after it (the `@` attachments)."""
+    follow: tuple[str | list[dict[str, Any]], ...] = ()
+    """User messages' contents right after it (the `@` attachments: a content list when
+    they hold an image)."""
     model: ChatModel | None = None
     """The model for this turn only (a custom command's `model`); None: the session's."""
     allow: tuple[str, ...] = ()

@@ -53,7 +53,6 @@ from .input.mentions import OPEN as ATTACHMENTS_OPEN
 from .input.mentions import Attacher
 from .input.prepare import InputPreparer
 from .lifecycle import BeforeRequest, Lifecycle
-from .mcp.images import images_provider
 from .mcp.manager import McpManager
 from .mcp.names import server_of
 from .mcp.results import results_dir
@@ -75,9 +74,11 @@ from .tasks.model import Task
 from .tasks.reminders import Work, task_reminder_provider, unfinished_stop_check, work_observer
 from .tasks.store import TaskStore
 from .terminal import reveal_line
-from .tools import bash, files, fs, search, web_fetch
+from .tools import bash, files, fs, search, shells, web_fetch
 from .tools.base import Tool
 from .tools.context import HIDDEN_ENV
+from .tools.images import images_provider
+from .tools.shells import Shells
 from .tools.task_checks import stop_left_running
 from .tools.tasks import SYSTEM_PROMPT_LINE_V1, SYSTEM_PROMPT_LINE_V2, TASK_TOOLS_V1, TASK_TOOLS_V2
 from .window.breakdown import Breakdown, Shape, Spend, breakdown
@@ -229,7 +230,7 @@ def _is_attachment(message: Message) -> bool:
 
 def build_tools(tasks_version: str) -> list[Tool]:
     task_tools = {"v1": TASK_TOOLS_V1, "off": []}.get(tasks_version, TASK_TOOLS_V2)
-    return [*files.TOOLS, *bash.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
+    return [*files.TOOLS, *bash.TOOLS, *shells.TOOLS, *search.TOOLS, *web_fetch.TOOLS, *task_tools]
 
 
 NO_TOOLS_TEMPLATE = (
@@ -277,6 +278,9 @@ class Runtime:
         task_line = {"v1": SYSTEM_PROMPT_LINE_V1, "off": ""}.get(config.tasks_version, SYSTEM_PROMPT_LINE_V2)
         self.system = build_system_context(config.workspace, task_line)
         self.plan_line = task_line
+        self.shells = Shells(record=session.note)
+        """The session's background commands (`core/tools/shells.py`); a new one per session."""
+        self.shells.continue_from(session.shells)
         self.session = session
         # The API key variables stay out of every command's environment (and every MCP server's).
         self.hidden_env = frozenset({*HIDDEN_ENV, config.api_key_env})
@@ -354,8 +358,13 @@ class Runtime:
         return [s for s in self.mcp.servers if s.state not in ("connected", "disabled")]
 
     async def stop_mcp(self) -> None:
-        """Stop every MCP server and its process group (quit, the end of `-p`)."""
+        """Stop every MCP server and its process group."""
         await self.mcp.stop()
+
+    async def stop_background(self) -> None:
+        """Quit, the end of `-p`: every background command and MCP server stops, with
+        everything it started."""
+        await asyncio.gather(self.shells.stop_all(), self.mcp.stop())
 
     async def restart_mcp(self) -> None:
         """A new or resumed session: the servers start again, logging beside it."""
@@ -440,6 +449,11 @@ class Runtime:
         return self.session.id
 
     @property
+    def session_path(self) -> Path:
+        """The session's transcript file (`/export` writes beside it and reads its records)."""
+        return self.session.path
+
+    @property
     def mode(self) -> PermissionMode:
         return self.permissions.mode
 
@@ -497,6 +511,16 @@ class Runtime:
         if self.config.task_list:
             notices.append(Notice(f"task list: the shared list {self.config.task_list!r} ({self.store.path})"))
         notices += [Notice(text, "warning") for text in self.custom_commands().notices]
+        if lost := [
+            f"{name} ({shell['command'][:60]})" for name, shell in self.session.shells.items() if shell["lost"]
+        ]:
+            notices.append(
+                Notice(
+                    "background commands still running when this session last ended were stopped then: "
+                    + ", ".join(lost),
+                    "warning",
+                )
+            )
         if (line := self.sandbox.start_notice()) is not None:
             notices.append(Notice(line, "warning" if self.sandbox.mode != "off" else "info"))
         return notices
@@ -674,6 +698,7 @@ class Runtime:
             read_denied=self.permissions.read_denied,
             reads=self.agent.files,
             char_limit=self.agent.tool_output_limit(),
+            images=self.config.images,
         )
 
     def compact(self, focus: str = "") -> AsyncGenerator[Event, None]:
@@ -777,6 +802,7 @@ class Runtime:
         """Let go of the session (its lock); the runtime is not used after. Any MCP server
         still running (its loop ended without stopping it) is killed with its group."""
         self.mcp.kill_now()
+        self.shells.kill_now()
         self.sandbox.close()
         self.session.close()
 
@@ -847,8 +873,12 @@ class Runtime:
         if self.agent.busy:
             session.close()  # let go of its lock: it is not used after all
             raise RuntimeError("cannot switch sessions while a turn is running")
+        self.shells.kill_now()  # a new or resumed session starts with none running
         self.session.close()
         self.session = session
+        listeners, self.shells = self.shells.listeners, Shells(record=session.note)
+        self.shells.listeners = listeners  # the front end's, kept across sessions
+        self.shells.continue_from(session.shells)
         self._open_task_files()
         self.agent = self._make_agent()
 
@@ -967,5 +997,7 @@ class Runtime:
             sandbox=self.sandbox,
             counter=self.counter,
             plan_line=self.plan_line,
+            shells=self.shells,
             files=self.team.main_ledger(),
+            images=self.mcp.pending_images if self.mcp.images else None,
         )

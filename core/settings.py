@@ -358,11 +358,12 @@ class Config:
     allow_project_mcp: bool = False
     """Start the project's MCP servers without asking (user file key, or `--allow-project-mcp`)."""
     images: bool = False
+    """The model takes images: `@` image files go with the prompt (`core/input/mentions.py`), a
+    Read's and an MCP tool's images follow its result (`core/tools/images.py`)."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     """`[sandbox]`: where the model's commands run (`core/sandbox.py`)."""
     project_sandbox_mode: str = ""
     """The project file's `[sandbox] mode`, applied only where it is stricter than the user's."""
-    """The model accepts images: an MCP tool's images follow its result (`core/mcp/images.py`)."""
     warnings: list[str] = field(default_factory=list)
     demo: bool = False
 

@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
+    parser.epilog = "todo-agent export SESSION [-o FILE] writes a session as Markdown, JSON or HTML (export --help)."
     return parser
 
 
@@ -116,10 +117,28 @@ def _window(text: str) -> int:
     return value
 
 
+def export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="todo-agent export",
+        description="Write a session as Markdown (to stdout, or FILE), or as JSON or HTML by FILE's name.",
+    )
+    parser.add_argument(
+        "session", metavar="SESSION", help="a session id as /resume lists them for this directory, or a session file"
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE: .json the records, .html one page, else Markdown"
+    )
+    return parser
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # The one subcommand, only as the very first word: a prompt (`-p export`) or any flag
+    # form stays the app's, as before subcommands existed.
+    exporting = argv[:1] == ["export"]
+    args = export_parser().parse_args(argv[1:]) if exporting else build_parser().parse_args(argv)
     try:
-        code = run(args)
+        code = run_export(args) if exporting else run(args)
     except KeyboardInterrupt:  # the turn has already repaired and saved its history
         print("todo-agent: interrupted", file=sys.stderr)
         code = 130
@@ -128,6 +147,30 @@ def main(argv: list[str] | None = None) -> None:
     if code == 141:  # stdout's reader is gone: the flush at exit must not complain either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """`todo-agent export SESSION [-o FILE]`: read the session's files (no agent, no model)."""
+    from todo_agent.core.export.formats import ExportError, render, save
+    from todo_agent.core.export.source import from_disk
+    from todo_agent.core.session.directory import SessionError, find_session
+
+    workspace = Path.cwd()
+    try:
+        given = Path(args.session).expanduser()
+        if not given.is_file() and (os.sep in args.session or given.suffix == ".jsonl"):
+            return fail(f"no session file at {given}")
+        path = given if given.is_file() else find_session(workspace, args.session)
+        source = from_disk(path, workspace)
+        if args.output is None:
+            sys.stdout.buffer.write(render(source, "markdown").encode("utf-8"))
+            sys.stdout.flush()
+            return 0
+        saved = save(source, Path(args.output).expanduser())
+    except (SessionError, ExportError) as exc:
+        return fail(str(exc))
+    print(f"todo-agent: {saved.line()}", file=sys.stderr)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

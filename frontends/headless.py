@@ -202,8 +202,8 @@ async def run_headless(
     """`goal`: the prompt is a goal (`--goal`): turns until the plan is proven (`core/goal.py`)."""
     try:
         return await _run(runtime, prompt, output_format, out, err, goal=goal)
-    finally:  # however the run ends (SIGTERM, ctrl+c included): no server is left running
-        await asyncio.shield(runtime.stop_mcp())
+    finally:  # however the run ends (SIGTERM, ctrl+c included): no server or background command is left running
+        await asyncio.shield(runtime.stop_background())
 
 
 async def _connect_mcp(runtime: Runtime, err: TextIO) -> None:

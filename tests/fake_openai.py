@@ -4,7 +4,8 @@ It answers `POST /v1/chat/completions` from a script of responses, one item per 
 streamed as SSE like OpenAI and llama.cpp do, and `GET /v1/models`. Every request body is
 recorded, and every request is checked for API validity (each assistant tool call answered
 by a `tool` message before the next assistant/user message, tool-call arguments valid JSON,
-no empty `tools` list). An invalid request, or one that arrives after the script ran out,
+no empty `tools` list, each image part a base64 `data:` URL of a PNG, JPEG, GIF or WebP
+whose bytes are that type). An invalid request, or one that arrives after the script ran out,
 is recorded in `violations` and answered with HTTP 500 and `x-should-retry: false`, so the
 test fails loudly instead of the client retrying.
 
@@ -75,6 +76,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import signal
@@ -156,6 +158,8 @@ def _check_history(messages: list[Any]) -> list[str]:
     pending: set[str] = set()
     for position, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
+        if isinstance(message, dict):
+            problems.extend(_check_images(position, message.get("content")))
         if role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in pending:
@@ -172,6 +176,37 @@ def _check_history(messages: list[Any]) -> list[str]:
                     pending.add(call["id"])
     if pending:
         problems.append(f"the request ends with unanswered tool calls {sorted(pending)}")
+    return problems
+
+
+_IMAGE_MAGIC = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF8",
+    "image/webp": b"RIFF",
+}
+
+
+def _check_images(position: int, content: Any) -> list[str]:
+    """Each image part as OpenAI takes one: a base64 `data:` URL of one of the four types,
+    whose bytes are the type it says."""
+    problems: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict) or part.get("type") != "image_url":
+            continue
+        url = str((part.get("image_url") or {}).get("url", ""))
+        head, _, data = url.partition(",")
+        mime = head.removeprefix("data:").removesuffix(";base64")
+        if not head.startswith("data:") or not head.endswith(";base64") or mime not in _IMAGE_MAGIC:
+            problems.append(f"message {position}: an image part that is no base64 data URL of an image: {url[:40]!r}")
+            continue
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            problems.append(f"message {position}: an image part whose base64 is broken")
+            continue
+        if not raw.startswith(_IMAGE_MAGIC[mime]):
+            problems.append(f"message {position}: an image part that says {mime} of bytes that are not one")
     return problems
 
 

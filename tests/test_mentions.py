@@ -76,7 +76,7 @@ def test_notes_instead_of_content(project: Path, tmp_path: Path) -> None:
     (project / ".env").write_text("KEY=1\n")
     text = f"@logo.png @big.txt @{outside} @link.txt @.env"
     notes = {a.path: a.note for a in _attach(project, text, read_denied=lambda p: p.endswith("/.env"))}
-    assert "binary" in notes["logo.png"]
+    assert "logo.png is not a valid image: its PNG header is missing" in notes["logo.png"]
     assert "2500 lines is more than the 2,000" in notes["big.txt"] and "@big.txt:1-500" in notes["big.txt"]
     assert notes[str(outside)] == "not attached: it is outside the workspace"
     assert notes["link.txt"] == "not attached: it is outside the workspace"  # a link that leads out

@@ -39,6 +39,9 @@ class RecordingHost:
     def choose_session(self) -> None:
         self.calls.append("choose_session")
 
+    def open_shells(self) -> None:
+        self.calls.append("open_shells")
+
     def start_compact(self, focus: str) -> None:
         self.calls.append("start_compact")
 
@@ -63,6 +66,12 @@ class RecordingHost:
 
     def custom_slash_commands(self) -> list[SlashCommand]:
         return []
+
+    def copy_to_clipboard(self, text: str) -> None:
+        self.calls.append("copy_to_clipboard")
+
+    def in_background(self, job: object, name: str) -> None:
+        self.calls.append(f"in_background {name}")
 
 
 @pytest.mark.parametrize("command", SLASH_COMMANDS, ids=lambda c: c.name)

@@ -103,7 +103,7 @@ async def test_read_keeps_stray_non_utf8_bytes_as_replacement(ctx: ToolContext, 
     [
         ("missing.txt", None, "File does not exist: missing.txt"),
         ("adir", "dir", "adir is a directory"),
-        ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "img.png looks like a binary file"),
+        ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "img.png is not a valid image: its PNG header is"),
         ("blob.bin", bytes(range(128, 256)) * 4, "blob.bin looks like a binary file"),
     ],
 )

@@ -123,7 +123,7 @@ async def test_what_cannot_be_attached_says_why(workspace: Path, tmp_path: Path)
         await send(pilot, f"look at @logo.png @huge.log @{outside} and @missing.py")
         await turn_done(pilot)
         warnings = [e.text for e in entries(app) if isinstance(e, NoticeEntry) and e.level == "warning"]
-        assert warnings[0].startswith("@logo.png: not attached: logo.png looks like a binary file")
+        assert warnings[0].startswith("@logo.png: not attached: logo.png is not a valid image: its PNG header")
         assert warnings[1].startswith("@huge.log: not attached: 3000 lines is more than the 2,000")
         assert warnings[2] == f"@{outside}: not attached: it is outside the workspace"
         assert len(warnings) == 3  # a path that does not exist is plain text

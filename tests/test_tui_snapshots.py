@@ -34,6 +34,7 @@ from todo_agent.tui.app import TodoAgentApp
 from todo_agent.tui.screens.approval import ApprovalScreen
 from todo_agent.tui.screens.changes import ChangesScreen
 from todo_agent.tui.screens.sessions import SessionsScreen
+from todo_agent.tui.screens.shells import ShellsScreen
 from todo_agent.tui.transcript import PlainEntry
 from todo_agent.tui.widgets.prompt import Suggestions
 from todo_agent.tui.widgets.status import StatusLine
@@ -177,6 +178,35 @@ def test_context_after_the_demo(
         await pilot.pause()
 
     assert snap_compare(demo_app(demo), terminal_size=SIZE, run_before=run_before)
+
+
+def test_background_commands(
+    snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/shells` with one command running (its output open) and one that ended."""
+    from todo_agent.core.tools import shells
+
+    monkeypatch.setattr(shells, "time", SimpleNamespace(time=lambda: FROZEN_NOW))
+    serve = 'echo "Serving HTTP on 0.0.0.0 port 8000"; echo "GET / HTTP/1.1 200"; sleep 300'
+    steps = [
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": serve, "run_in_background": True}}]},
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "echo built; exit 2", "run_in_background": True}}]},
+        "Both started.",
+    ]
+    app = make_app(demo[0], steps, permission_mode="bypassPermissions")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send(pilot, "serve and build")
+        await turn_done(pilot)
+        found = main_screen(pilot.app).runtime.shells.shells  # type: ignore[arg-type]
+        await wait_until(pilot, lambda: found["bash_1"].total >= 53 and not found["bash_2"].running)
+        await send(pilot, "/shells")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ShellsScreen))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: pilot.app.screen.shown == "bash_1")  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
 def test_edit_approval_with_diff(snap_compare: SnapCompare, demo: tuple[Path, dict[str, Any]]) -> None:

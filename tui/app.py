@@ -264,8 +264,8 @@ class TodoAgentApp(App[int]):
     async def on_unmount(self) -> None:
         self.broker.attach(None)
         self._release_signals()
-        if self.runtime is not None:  # quit, a closed terminal, SIGTERM: no MCP server outlives the app
-            await self.runtime.stop_mcp()
+        if self.runtime is not None:  # quit, a closed terminal, SIGTERM: nothing started in the background outlives it
+            await self.runtime.stop_background()
         self.attention.seen()
 
     def _write_to_terminal(self, text: str) -> None:

@@ -29,6 +29,7 @@ from todo_agent.core.events import (
     Reminded,
     ResponseDiscarded,
     Retrying,
+    Steered,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -38,7 +39,16 @@ from todo_agent.core.events import (
 )
 from todo_agent.core.tasks.model import Task
 
-from .transcript import Entry, FoldEntry, NoticeEntry, ReminderEntry, ToolEntry, ToolStatus, attachment_entry
+from .transcript import (
+    Entry,
+    FoldEntry,
+    NoticeEntry,
+    ReminderEntry,
+    ToolEntry,
+    ToolStatus,
+    UserEntry,
+    attachment_entry,
+)
 
 TURN_END_NOTICES: dict[str, NoticeEntry] = {
     # "interrupted", "max_turns", "length" and "loop" come with a notice from the core already.
@@ -106,6 +116,17 @@ def notice_entry(event: Notice | HookResult | Reminded) -> Entry | None:
     return NoticeEntry(event.describe(), "warning") if event.noteworthy else None
 
 
+STEERED_NOTE = "sent mid-turn, with the turn's next request"
+
+
+def prompt_parts(event: Attached | CommandExpanded | Steered) -> list[Entry]:
+    """What went with the prompt (a file attached with `@`, or why not; a command's prompt),
+    or a message sent mid-turn, marked as such."""
+    if isinstance(event, Steered):
+        return [UserEntry(event.text), NoticeEntry(STEERED_NOTE, "dim")]
+    return [prompt_part(event)]
+
+
 def prompt_part(event: Attached | CommandExpanded) -> Entry:
     """What went with the prompt: a file attached with `@` (or why not), a command's prompt."""
     if isinstance(event, CommandExpanded):
@@ -135,8 +156,9 @@ class EventHandler:
             await self._end_stream()  # a turn that stops mid-message keeps what had streamed
         if isinstance(event, Compacting | Compacted):
             await self._compaction(event)
-        elif isinstance(event, Attached | CommandExpanded):
-            await self.ui.add_entry(prompt_part(event))
+        elif isinstance(event, Attached | CommandExpanded | Steered):
+            for entry in prompt_parts(event):
+                await self.ui.add_entry(entry)
         elif isinstance(event, AgentStarted | AgentEvent | AgentFinished):
             await self.ui.agent_update(event)
         elif isinstance(event, ResponseDiscarded | Retrying):

@@ -10,6 +10,10 @@ and quitting waited on it forever: the process hung instead of exiting. So here:
 - writes to a terminal that is gone are dropped, so the writer never dies and quitting
   never waits on it.
 
+And one key: a terminal without the kitty keyboard protocol (tmux, most xterms) sends
+`alt+enter` as ESC then CR, which Textual's parser reads as a plain `enter`; here it is
+`alt+enter`, so "send it now" (`tui/widgets/prompt.py`) works there too (`_KeyParser`).
+
 `TodoAgentApp.get_driver_class` uses this in place of `LinuxDriver` (which Textual uses
 on macOS too); Windows keeps its own driver. It relies on two attributes of Textual's
 driver (`_file`, `_must_signal_resume`); if a Textual release renames them, the driver
@@ -19,13 +23,32 @@ still works as Textual's own does.
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterable
 from typing import Any, TextIO, cast
 
+from textual import events
+from textual._xterm_parser import XTermParser
+from textual.drivers import linux_driver
 from textual.drivers.linux_driver import LinuxDriver
 
 _GONE = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF})
 """What writing to a terminal that hung up or was closed fails with. Anything else
 (EAGAIN on a terminal someone made non-blocking) is raised, as Textual's own driver does."""
+
+
+class _KeyParser(XTermParser):
+    """Textual's parser, but ESC CR is `alt+enter` (Textual drops the alt for enter)."""
+
+    def _sequence_to_key_events(self, sequence: str, alt: bool = False) -> Iterable[events.Key]:
+        if alt and sequence == "\r":
+            yield events.Key("alt+enter", None)
+            return
+        yield from super()._sequence_to_key_events(sequence, alt)
+
+
+# The driver's input thread builds its parser by this module-level name (Textual 8); set
+# once, for the one driver this app uses on POSIX terminals.
+linux_driver.XTermParser = _KeyParser  # type: ignore[attr-defined]
 
 
 class _TerminalOutput:

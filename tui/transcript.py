@@ -27,6 +27,9 @@ NoticeLevel = Literal["info", "warning", "error", "dim"]
 
 TASK_TOOLS = TASK_TOOL_NAMES
 """Tools whose effect the task panel shows; their blocks stay one line unless they fail."""
+IMAGE_MARK = "🖼"
+"""Bare (no VS16): one cell in Unicode's widths, Textual's count and tmux's; asked for as an
+emoji (`🖼\ufe0f`) Textual counts two cells where tmux draws one."""
 
 
 @dataclass
@@ -235,9 +238,12 @@ def _user_entries(text: str, show_reminders: bool) -> list[Entry]:
 
 
 def attachment_entry(item: Attached) -> Entry:
-    """An attached file as one foldable line; one that could not be attached as a warning."""
+    """An attached file as one foldable line (an image: `🖼 shot.png  1280×720 · 210 KB`);
+    one that could not be attached as a warning."""
     if item.note:
         return NoticeEntry(f"@{item.path}: {item.note}", "warning")
+    if item.mime:
+        return FoldEntry(f"{IMAGE_MARK} {item.path}", item.summary, f"{item.mime}, sent to the model as an image")
     return FoldEntry(f"@{item.path}", item.summary, item.content)
 
 

@@ -44,6 +44,7 @@ from ..tasks.reminders import wrap
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import ToolContext
+from ..tools.images import Image, images_provider
 from ..tools.ledger import FileLedger
 from ..tools.results import ToolError, ToolResult
 from ..tools.tasks import TASK_TOOLS_V2
@@ -233,6 +234,10 @@ class Team:
                 child.stopped = "interrupted"
         except Exception as exc:  # a hook or set-up failure: this sub-agent fails, nothing else
             child.error = f"it could not start ({type(exc).__name__}: {exc})"
+        finally:  # its background commands end with it (no await when it started none)
+            shells = self.parent.agent().shells
+            if shells is not None and any(s.owner == child.ref for s in shells.running()):
+                await asyncio.shield(shells.stop_all(child.ref, everyone=False))
         return await self._settle(child, key, since, show)
 
     async def _run(self, child: Child, call: AgentCall, show: Show) -> None:
@@ -286,7 +291,9 @@ class Team:
             held=self.holds.holding_for(child.ref),
             commands=self.holds.commands_of(child.ref),
         )
+        images: list[Image] | None = [] if main.images is not None else None  # its own, as the main agent's
         lifecycle = Lifecycle(
+            before_request=[images_provider(images)] if images is not None else [],
             turn_end=[self._own_task_check(child)] if child.task_id else [],
             tool_done=[attribution_observer(self.parent.store, child.ref), recorded],
             tool_start=[taken],
@@ -317,7 +324,9 @@ class Team:
             counter=TokenCounter(),
             agent=child.ref,
             sandbox=main.sandbox,
+            shells=main.shells,
             files=FileLedger(self.holds.holder_for(child.ref), self.holds.wrote_by(child.ref, lambda: key)),
+            images=images,
         )
 
     def _tools(self, kind: AgentType, main: Agent) -> list[Tool]:

@@ -39,6 +39,7 @@ from ..events import (
     Reminded,
     ResponseDiscarded,
     Retrying,
+    Steered,
     TasksUpdated,
     TextDelta,
     ToolFinished,
@@ -72,7 +73,9 @@ from ..tasks.reminders import reminder_text
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
 from ..tools.context import HIDDEN_ENV, ToolContext
+from ..tools.images import Image
 from ..tools.ledger import FileLedger
+from ..tools.shells import Shells
 from ..window.breakdown import Spend, plan_tokens
 from ..window.keeper import WindowKeeper
 from ..window.tokens import ContextBudget, TokenCounter
@@ -136,8 +139,15 @@ class Agent:
     """Where the model's commands run (`core/sandbox.py`), shared with its sub-agents."""
     plan_line: str = ""
     """The system prompt's line on keeping the plan (counted as the plan's)."""
+    shells: Shells | None = None
+    """The session's background commands (`core/tools/shells.py`), shared with its sub-agents."""
+    images: list[Image] | None = None
+    """Images its tools returned, waiting for its next request (a `before_request` provider
+    sends them: `core/tools/images.py`); None: the model takes no images."""
     spend: Spend = field(default_factory=Spend)
     """Prompt tokens this agent's requests took, and the plan's part (from the session on resume)."""
+    steering: list[str] = field(default_factory=list)
+    """Messages the person sent while the turn runs (`steer`), not yet delivered."""
     _compact_soon: str | None = field(default=None, repr=False)
     """A `/compact` asked for while the turn runs: its focus, done before the next request."""
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
@@ -241,6 +251,13 @@ class Agent:
         model's next request, once what runs now has come back."""
         self._compact_soon = focus
 
+    def steer(self, text: str) -> None:
+        """A message from the person while a turn runs: it goes to the model with the turn's
+        next request, after the tool batch now running (for a fan-out of sub-agents, after
+        all of them); when the model was about to end the turn, the turn goes on with it.
+        What a turn ends without delivering stays in `steering` (the front end sends it next)."""
+        self.steering.append(text)
+
     def interrupt(self) -> None:
         """End the running turn as soon as possible; safe to call at any time."""
         if self._task is not None and not self._interrupting:
@@ -325,6 +342,31 @@ class Agent:
         yield Notice(why, "warning")
         yield TurnEnd(reason)
 
+    async def _deliver_steering(self) -> AsyncIterator[Event]:
+        """Each message the person sent mid-turn, as a prompt would go (the `UserPromptSubmit`
+        hook may block it, `@` files are attached), appended after the batch's results."""
+        while self.steering:
+            text = self.steering.pop(0)
+            gate = await run_gates(self.lifecycle.before_prompt, text)
+            for event in gate.events:
+                yield event
+            if gate.block:
+                yield Notice(f"message not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
+                continue
+            prepared = PreparedPrompt(text)
+            if self.lifecycle.prepare_prompt is not None:
+                async for item in self.lifecycle.prepare_prompt(text):
+                    if isinstance(item, PreparedPrompt):
+                        prepared = item
+                    else:
+                        yield item
+            if prepared.refusal:
+                yield Notice(prepared.refusal, "warning")
+                continue
+            yield Steered(text)
+            for content in (prepared.content, *prepared.follow, *([gate.context] if gate.context else [])):
+                self.append({"role": "user", "content": content})
+
     def _spend_request(self, limit: TurnLimit | None = None) -> tuple[str, EndReason] | None:
         """Take one model request from the turn's budget (and a sub-agent's parent's); why
         the turn stops (and its `TurnEnd` reason), when none is left."""
@@ -407,6 +449,9 @@ class Agent:
             turn.guard.observe([results.get(c.id, "") for c in calls])
         if self._batch.rejected:
             yield TurnEnd("rejected")
+            return
+        async for event in self._deliver_steering():  # every call has its result: the person's word now
+            yield event
 
     async def _answered(self, turn: _Turn, response: ModelResponse) -> tuple[list[Event], bool]:
         """The model answered without tool calls: the events to show, and whether the turn
@@ -414,6 +459,8 @@ class Agent:
         if response.finish_reason == "length":
             cut = Notice(CUT_ANSWER.format(limit=self._max_tokens), "warning")
             return [cut, TurnEnd("length", response.content)], True
+        if self.steering:  # the person said something meanwhile: the turn goes on with it
+            return [event async for event in self._deliver_steering()], False
         events: list[Event] = []
         # A goal's turn is judged by the goal (`core/goal.py`), which names all that is left.
         judged = turn.limit is not None
@@ -677,6 +724,8 @@ class Agent:
             host_allowed=lambda host: self.permissions.host_named(host, turn.allow),
             ask_model=ask_model,
             sandbox=self.sandbox,
+            shells=self.shells,
+            images=self.images,
         )
 
     def _record(self, call_id: str, output: str, status: Status) -> str:

@@ -21,6 +21,10 @@ earlier), then shorter paths, then by name. The list is sorted that way once per
 and kept as one text, a path per line, so each tier is one compiled regular expression
 run over that text in C (`finditer`), stopping as soon as enough are found: a query on
 100,000 files takes milliseconds, not the Python loop's hundreds.
+
+A paste that is the path of an image file in the workspace (`pasted_image`: as a terminal
+pastes a file dragged onto it, quoted, with `\\ ` escapes or as a `file://` URL) is that
+file's `@` mention, which attaches it as an image.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
+from ..model.images import SUFFIXES
 from ..repo_files import RepoFileError, read_repo_file
 from ..tools.ignores import MAX_IGNORE_BYTES, IgnoreRules
 from ..tools.walk import SKIP_DIRS
@@ -268,6 +274,44 @@ def _line_match(snapshot: Snapshot, pattern: re.Pattern[str], entry: int) -> boo
     return pattern.search(snapshot.text, starts[entry] - 1, end) is not None
 
 
+_ESCAPED = re.compile(r"\\(.)")
+_MAX_PASTED_PATH = 4096
+
+
+def pasted_path(text: str) -> str | None:
+    """The path a paste is, when it is the path of an image file by its name (quoted,
+    `\\ `-escaped, a `file://` URL: as terminals paste a dragged file); None for any other
+    paste. Looks at no file."""
+    path = text.strip()
+    if not path or len(path) > _MAX_PASTED_PATH or "\n" in path:
+        return None
+    if len(path) > 1 and path[0] == path[-1] and path[0] in "'\"":
+        path = path[1:-1]
+    elif path.startswith("file://"):
+        url = urlsplit(path)
+        path = unquote(url.path) if url.netloc in ("", "localhost") else ""
+    else:
+        path = _ESCAPED.sub(r"\1", path)
+    return path if os.path.splitext(path)[1].lower() in SUFFIXES else None
+
+
+def pasted_image(text: str, root: Path, hidden: Callable[[str], bool] = lambda path: False) -> str | None:
+    """The workspace-relative path of the image file a pasted path names (`pasted_path`),
+    or None: not such a path, not a regular file, outside the workspace, or one a deny rule
+    on reading covers. Blocking (it looks at the file): call it from a thread."""
+    path = pasted_path(text)
+    if path is None:
+        return None
+    try:
+        full = Path(os.path.expanduser(path))
+        real = os.path.realpath(full if full.is_absolute() else root / full)
+        relative = Path(real).relative_to(os.path.realpath(root)).as_posix()
+        regular = os.path.isfile(real)
+    except (ValueError, OSError):  # outside the workspace, a NUL byte, a loop of links
+        return None
+    return relative if regular and not hidden(real) else None
+
+
 class FileIndex:
     """The files and folders of one workspace, for `@` completion."""
 
@@ -345,6 +389,10 @@ class FileIndex:
         callback = self.on_rebuilt
         if callback is not None:
             callback()
+
+    def pasted_image(self, text: str) -> str | None:
+        """`pasted_image` in this workspace (blocking: call it from a thread)."""
+        return pasted_image(text, self.root, self.hidden)
 
     def query(self, text: str, limit: int = RESULTS) -> list[Match] | None:
         """The best `limit` files and folders for `text`; None until the first listing is in."""

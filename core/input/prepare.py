@@ -9,7 +9,7 @@
    project file cannot grant itself. Headless, nobody can approve: a project file's lines
    then need an allow rule or an approval given earlier in the app.
 2. `@path` mentions (`mentions.py`) in the prompt, or in the command's text (not in its
-   commands' output), attach files and folders in one message after the prompt.
+   commands' output), attach files, folders and images in one message after the prompt.
 
 Events on the way: `CommandExpanded`, one `Attached` per mention; then a `PreparedPrompt`.
 """
@@ -22,7 +22,7 @@ import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from ..events import Attached, CommandExpanded, Event, Notice
+from ..events import CommandExpanded, Event, Notice
 from ..lifecycle import PreparedPrompt
 from ..model.base import ChatModel
 from ..permissions.command_forms import analyse
@@ -34,7 +34,7 @@ from ..tools.bash import BASH, DEFAULT_TIMEOUT, child_env, run_command
 from ..tools.results import ToolError
 from .approvals import approve, is_approved
 from .custom_commands import CommandSet, CustomCommand, ShellLine, expand, header, shell_lines
-from .mentions import Attacher, attachment_message
+from .mentions import Attacher, attachment_content
 
 
 def split_command(text: str) -> tuple[str, str]:
@@ -79,11 +79,11 @@ class InputPreparer:
             yield prepared
             return
         attacher = self.attacher()
-        attachments = await asyncio.to_thread(attacher.attach_all, mentioned)
-        for item in attachments:
-            yield Attached(item.path, item.summary, item.content, item.note)
-        if attachments:
-            prepared = replace(prepared, follow=(attachment_message(attachments),))
+        taken = await asyncio.to_thread(attacher.take_all, mentioned)
+        for item in taken:
+            yield item.attachment
+        if taken:
+            prepared = replace(prepared, follow=(attachment_content(taken),))
         yield prepared
 
     async def _expand(

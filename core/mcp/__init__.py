@@ -4,6 +4,7 @@ one asyncio task (`server`), their tools and results (`tools`, `results`, `searc
 them together (`manager`).
 
 Imports the tools' declaration seam, the session's data directory, the task list's atomic
-store and the small helpers. Only `adapter` imports the `mcp` SDK, and only once a server is
-configured: no SDK type leaves this folder.
+store, the image types a model reads (`model/images.py`) and the small helpers. Only
+`adapter` imports the `mcp` SDK, and only once a server is configured: no SDK type leaves
+this folder.
 """

@@ -1,10 +1,9 @@
-"""Images an MCP tool returns, shown to a model that accepts images.
+"""Images an MCP tool returns, checked before they are shown to a model that accepts images.
 
 A tool result is text, so a call's images reach the model as a placeholder there
-(`results.py`) and, when the `images` setting says the model accepts images, whole in a
-user message right after the batch's results: a `before_request` provider appends it (the
-results of one response must stay together, so nothing can go between them). Its text is
-a `<system-reminder>`, so the app does not draw it as the person's prompt.
+(`results.py`) and, when the model takes images, whole in a user message right after the
+batch's results, as every tool's image does (`core/tools/images.py`: the queue and its
+`before_request` provider).
 
 Each image is checked first (`refusal`): one of the four types a model reads, valid base64,
 and bytes that are the type it claims; any other stays a one-line note in the result. An
@@ -15,42 +14,12 @@ the loop (`without_images` in `core/model/history.py`), so the session goes on.
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from ..tasks.reminders import CLOSE_TAG, OPEN_TAG
-
-MAX_IMAGES = 5
-"""Images one message carries at most (the others keep only their placeholder)."""
-MAX_IMAGE_BYTES = 4_000_000
-"""A larger image keeps only its placeholder (servers cap an image at about 5–20 MB)."""
-
-
-@dataclass(frozen=True)
-class Image:
-    tool: str
-    call_id: str
-    mime: str
-    data: str
-    """Base64."""
-    size: int
-
+from ..model.images import MAX_IMAGE_BYTES, kind_of
+from ..tools.images import Image
 
 _KINDS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/jpg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
 """The types a model reads (OpenAI's, and what vision servers decode), by the MIME type claimed."""
-
-
-def _kind_of(data: bytes) -> str | None:
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "PNG"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "JPEG"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "GIF"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "WebP"
-    return None
 
 
 def refusal(image: Image) -> str | None:
@@ -66,7 +35,7 @@ def refusal(image: Image) -> str | None:
         data = binascii.a2b_base64(image.data, strict_mode=True)
     except (binascii.Error, ValueError):
         return "its data is not valid base64"
-    if (found := _kind_of(data)) != claimed:
+    if (found := kind_of(data)) != claimed:
         return f"it claims {image.mime} but its bytes are {f'a {found}' if found else 'no image of a known type'}"
     return None
 
@@ -83,25 +52,3 @@ def accepted(images: list[Image]) -> tuple[list[Image], list[str]]:
             which = f"image {number}" if len(images) > 1 else "the image"
             notes.append(f"[{which} is not shown to the model: {why}]")
     return sent, notes
-
-
-Message = dict[str, Any]
-
-
-def images_provider(pending: list[Image]) -> Callable[[Sequence[Message]], list[Message]]:
-    """The `before_request` provider: a user message with the images waiting, once."""
-
-    def provide(history: Sequence[Message]) -> list[Message]:
-        if not pending:
-            return []
-        chosen, pending[:] = pending[:MAX_IMAGES], []
-        names = ", ".join(dict.fromkeys(f"{image.tool} ({image.call_id})" for image in chosen))
-        parts: list[dict[str, Any]] = [
-            {"type": "text", "text": f"{OPEN_TAG}The images that {names} returned, in order.{CLOSE_TAG}"}
-        ]
-        parts += [
-            {"type": "image_url", "image_url": {"url": f"data:{image.mime};base64,{image.data}"}} for image in chosen
-        ]
-        return [{"role": "user", "content": parts}]
-
-    return provide

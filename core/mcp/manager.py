@@ -15,8 +15,8 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ..tools.images import Image
 from .config import ServerSpec
-from .images import Image
 from .names import unique_parts
 from .remote import CallFailed, CallResult, RemoteTool
 from .server import McpServer

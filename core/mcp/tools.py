@@ -21,9 +21,10 @@ from typing import Any, overload
 
 from ..tools.base import Tool, short
 from ..tools.context import ToolContext
+from ..tools.images import Image
 from ..tools.results import ToolError, ToolResult
 from . import results
-from .images import Image, accepted
+from .images import accepted
 from .manager import McpManager
 from .remote import CallFailed, RemoteTool
 from .server import McpServer
@@ -94,10 +95,10 @@ def mcp_tool(manager: McpManager, name: str, server: McpServer, tool: RemoteTool
         except CallFailed as exc:
             raise ToolError(str(exc)) from exc
         text = results.render(result)
-        if manager.images:
+        if ctx.images is not None:  # the calling agent's queue: its next request shows them
             found = [Image(name, ctx.call_id, p.mime, p.data, p.size) for p in result.parts if p.kind == "image"]
             sent, notes = accepted(found)
-            manager.pending_images += sent
+            ctx.images += sent
             text = "\n".join([text, *notes])
         keep = None
         if ctx.session is not None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import REASONING_FIELD, REASONING_ITEMS, Message, ModelResponse, ToolCall
+from .images import is_image_part
 
 CANCELLED = "cancelled: the turn was interrupted before this call finished"
 
@@ -52,15 +53,11 @@ def without_images(history: Sequence[Message], status: int | None) -> list[Messa
     bare: list[Message] = []
     for message in history:
         content = message.get("content")
-        if isinstance(content, list) and any(_is_image(part) for part in content):
-            bare.append({**message, "content": [note if _is_image(part) else part for part in content]})
+        if isinstance(content, list) and any(is_image_part(part) for part in content):
+            bare.append({**message, "content": [note if is_image_part(part) else part for part in content]})
         else:
             bare.append(message)
     return bare if any(a is not b for a, b in zip(bare, history, strict=True)) else None
-
-
-def _is_image(part: object) -> bool:
-    return isinstance(part, dict) and part.get("type") in ("image_url", "input_image")
 
 
 def unanswered_tool_calls(history: Sequence[Message]) -> list[str]:

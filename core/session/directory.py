@@ -24,6 +24,8 @@ from ..tasks.reminders import OPEN_TAG
 HEADER_TYPE = "session"
 SERVER_RECORD = "server"
 """A session line saying what a model's client learned of its server."""
+SHELL_RECORD = "shell"
+"""A session line: a background command started, or ended (`core/tools/shells.py`)."""
 SPEND_RECORD = "spend"
 """A session line with the running totals of the prompt tokens and the plan's part
 (`core/window/breakdown.py`, `Spend`); the latest one counts."""

@@ -50,6 +50,7 @@ from .directory import (
     HEADER_TYPE,
     PRIVATE_FILE,
     SERVER_RECORD,
+    SHELL_RECORD,
     SPEND_RECORD,
     SessionError,
     parse_record,
@@ -91,6 +92,9 @@ class Session:
     tool_status: dict[str, str] = field(default_factory=dict)
     server_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per model: what its client learned of the server in an earlier run (`SERVER_RECORD`)."""
+    shells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Background commands by id, from `SHELL_RECORD` lines: `command`, and `lost` when it
+    was still running as the session last ended (stopped then, or killed with todo-agent)."""
     spend: dict[str, Any] | None = None
     """The latest `SPEND_RECORD`: prompt tokens so far and the plan's part."""
     """tool_call_id → ok | error | denied | cancelled, for rebuilding the conversation.
@@ -227,6 +231,11 @@ class Session:
                 self.warnings.append(f"skipped an unreadable compaction record (line {number}) in session {self.id}")
         elif kind == SPEND_RECORD:
             self.spend = record
+        elif kind == SHELL_RECORD and isinstance(shell := record.get("id"), str):
+            if record.get("event") == "started":
+                self.shells[shell] = {"command": str(record.get("command", "")), "lost": True}
+            elif shell in self.shells:
+                self.shells[shell]["lost"] = record.get("stopped") == "ended with the session"
         elif kind == SERVER_RECORD:
             model, learned = record.get("model"), record.get("learned")
             if isinstance(model, str) and isinstance(learned, dict):

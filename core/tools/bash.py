@@ -21,7 +21,7 @@ from pydantic import BeforeValidator, Field
 
 from ..pipes import PROC, CappedOutput, open_read_pipe, stop_group
 from ..sandbox import Sandbox, SandboxUnavailable, failure_note
-from .arguments import Arguments, Count, Hint, Text
+from .arguments import Arguments, Count, Flag, Hint, Text
 from .base import declare, short
 from .context import HIDDEN_ENV, ToolContext
 from .results import ToolError, ToolResult
@@ -64,7 +64,7 @@ class _Shell:
         self.pipe.close()
 
 
-async def _kill_group(proc: Process) -> list[str]:
+async def kill_group(proc: Process) -> list[str]:
     return await stop_group(proc, _KILL_GRACE)
 
 
@@ -106,7 +106,7 @@ async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
     return _Shell(proc, output, pipe)
 
 
-async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
+async def start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
     """Spawn the shell. Starting takes several event-loop steps, and the shell may already
     be running when an interrupt arrives; finish starting it then, so its group can be
     killed (asyncio's own clean-up would kill the shell alone and orphan its children)."""
@@ -117,7 +117,7 @@ async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> _Shell:
         with contextlib.suppress(ToolError):
             shell = await spawning
             shell.close()
-            await _kill_group(shell.proc)
+            await kill_group(shell.proc)
         raise
 
 
@@ -127,7 +127,7 @@ async def _read_into(stream: asyncio.StreamReader, output: CappedOutput) -> None
         output.feed(chunk)
 
 
-def _exit_note(code: int) -> str:
+def exit_note(code: int) -> str:
     if code >= 0:
         return f"Exit code {code}"
     try:
@@ -202,7 +202,7 @@ async def run_shell(
             argv = box.wrap(argv, cwd)
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from exc
-    shell = await _start(argv, cwd, child_env() if env is None else env)
+    shell = await start_shell(argv, cwd, child_env() if env is None else env)
     proc = shell.proc
     output = capped_output() if output is None else output
     reading = asyncio.ensure_future(_read_into(shell.output, output))
@@ -213,12 +213,12 @@ async def run_shell(
             async with asyncio.timeout(time_limit):
                 code = await proc.wait()
         except TimeoutError:
-            escaped = await _kill_group(proc)
+            escaped = await kill_group(proc)
             await asyncio.wait([reading], timeout=_OUTPUT_GRACE)
             return Ran(None, with_note(output.text(), _timeout_note(time_limit, escaped)))
         except BaseException:
             # Interrupted (CancelledError) or anything unexpected: never leave the group running.
-            await _kill_group(proc)
+            await kill_group(proc)
             raise
         # Output still in the pipe arrives just after the exit; a background job holding
         # the pipe open would make waiting for EOF wait for the job.
@@ -227,7 +227,7 @@ async def run_shell(
         reading.cancel()
         shell.close()
     if code != 0:
-        text = with_note(output.text(), _exit_note(code))
+        text = with_note(output.text(), exit_note(code))
         note = failure_note(text, box) if box is not None else ""
         return Ran(code, with_note(text, note) if note else text)
     return Ran(0, output.text())
@@ -252,6 +252,9 @@ class BashArgs(Arguments):
     sandbox: Annotated[bool, BeforeValidator(_sandbox_flag)] = Field(
         True, description="false: run outside the sandbox (when it is on); always asks, so say why in description."
     )
+    run_in_background: Flag = Field(
+        False, description="true: start it and return at once with a shell id (a server, a watcher); see BashOutput."
+    )
 
 
 async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
@@ -265,6 +268,10 @@ async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
     timeout = min(max(timeout, 1), MAX_TIMEOUT)  # clamped rather than refused
     # Outside only as asked, and only after the gate asked the person (`PermissionPolicy._unsandboxed`).
     sandbox = ctx.sandbox if args.sandbox else None
+    if args.run_in_background:
+        if ctx.shells is None:
+            raise ToolError("background commands are not available here")
+        return ToolResult(await ctx.shells.start(args.command, ctx, sandbox))
     return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env), sandbox=sandbox)
 
 

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from ..session.transcript import Session
     from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
+    from .images import Image
     from .ledger import FileLedger
+    from .shells import Shells
 
 HIDDEN_ENV = frozenset({"OPENAI_API_KEY"})
 """Variables a command never sees by default: the model's API key is not the command's business."""
@@ -62,9 +64,14 @@ class ToolContext:
     command_denied: Callable[[str], str] = field(default=lambda command: "")
     """Why a deny rule refuses running this command now (a task's check), or ""."""
     check_timeout: float = 600.0
+    """Seconds a task's check may run before it is killed (the Bash tool's longest)."""
     sandbox: Sandbox | None = None
     """Where the model's commands run (`core/sandbox.py`); None: unconfined."""
-    """Seconds a task's check may run before it is killed (the Bash tool's longest)."""
+    shells: Shells | None = None
+    """The session's background commands (`shells.py`); None where there are none."""
+    images: list[Image] | None = None
+    """Where an image the call returns waits for the agent's next request (`images.py`);
+    None: the model takes no images (Read says what an image file is instead)."""
 
     def emit(self, event: Event) -> None:
         self.pending_events.append(event)

@@ -1,8 +1,10 @@
 """File tools: Read, Write and Edit, and the diff the approval prompt shows for an edit.
 
 Files are read as bytes. Read decodes with replacement characters (it only shows text);
-Edit decodes with `surrogateescape` so bytes that are not UTF-8 survive a round trip
-untouched. All disk work runs in a worker thread so a big file never blocks the loop.
+an image file (PNG, JPEG, GIF, WebP by its bytes) it shows to a model that takes images
+as an image after the batch's results, and otherwise says what it is (`images.py`). Edit
+decodes with `surrogateescape` so bytes that are not UTF-8 survive a round trip untouched.
+All disk work runs in a worker thread so a big file never blocks the loop.
 The helpers they share with the search tools are in `fs.py`, the diff in `previews.py`.
 """
 
@@ -35,6 +37,7 @@ from .fs import (
     replace_file,
     short_path,
 )
+from .images import ImageFile, read_image
 from .ledger import FileLedger, write_lock
 from .previews import PREVIEW_INPUT_MAX_CHARS, count_lines, too_big_note, unified_diff
 from .results import ToolError
@@ -43,6 +46,7 @@ DEFAULT_LIMIT = 2000
 _SNIPPET_CONTEXT = 4
 _SNIPPET_MAX_LINES = 30
 _PATH_HINT = " (absolute, or relative to the workspace)"
+_Window = tuple[list[str], int]
 
 
 # --- Read ---------------------------------------------------------------------------
@@ -88,13 +92,33 @@ class ReadArgs(Arguments):
     limit: Count = Field(None, ge=1, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
 
 
+def _read_file(path: Path, shown: str, offset: int, limit: int, ledger: FileLedger | None) -> ImageFile | _Window:
+    """An image file as one (its bytes say so), any other as `read_window` reads it."""
+    image = read_image(path, shown, named=False, ledger=ledger)
+    return image if image is not None else read_window(path, shown, offset, limit, ledger)
+
+
+def _image_result(image: ImageFile, shown: str, ctx: ToolContext) -> str:
+    """What Read says of an image file; the image itself follows the results when it may."""
+    what = image.description()
+    if ctx.images is None:
+        return f"{what}: this model does not take images"
+    if too_big := image.too_big():
+        return f"{what}: not shown ({too_big})"
+    ctx.images.append(image.pending("Read", ctx.call_id))
+    return f"{what}: {shown} is shown to you as an image in a message after the results"
+
+
 async def _read(args: ReadArgs, ctx: ToolContext) -> str:
     path = ctx.resolve(args.file_path)
     shown = display_path(path, ctx)
     # Models trained on 0-based APIs send offset=0; treat it as the first line.
     offset = max(args.offset or 1, 1)
     limit = args.limit or DEFAULT_LIMIT
-    lines, total = await asyncio.to_thread(read_window, path, shown, offset, limit, ctx.files)
+    read = await asyncio.to_thread(_read_file, path, shown, offset, limit, ctx.files)
+    if isinstance(read, ImageFile):
+        return _image_result(read, shown, ctx)
+    lines, total = read
     if total == 0:
         return f"{shown} is empty (0 lines)."
     if offset > total:

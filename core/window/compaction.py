@@ -17,6 +17,10 @@ the older part, and returns the new history: one summary message, then the tail 
 - The summary is the server's text: where it is embedded, the tags that frame it
   (`</summary>`, `</system-reminder>`) and the quotes' header are escaped, so it cannot
   end its own section and speak as the person or as todo-agent.
+- An image is never sent to the summariser (nor its base64): the summariser reads the
+  text parts of a message, and they name each image in one line (an `@` image's
+  `<attachment-image path=… type=… summary=…/>`, Read's `image/png 1280×720, 210 KB: …`,
+  an MCP result's `[image: …]`), which is all of it the new history keeps.
 - The task list is not in the summary: the reminder rule puts the current list back on
   the next request (`core/tasks/reminders.py`, `since_compaction`).
 - Any failure raises `CompactionError` and leaves the history untouched.

@@ -5,7 +5,8 @@ estimated from characters: each message as its JSON text, plus the tool schemas,
 by a characters-per-token ratio. The ratio starts at 3.5 (English prose runs about 4
 characters a token, code and JSON nearer 3; erring low means compacting a little early
 rather than overflowing) and is re-measured from every response that reports usage, since
-every model's tokenizer differs. No tokenizer is downloaded or bundled.
+every model's tokenizer differs. No tokenizer is downloaded or bundled. An image counts
+a fixed `IMAGE_TOKENS` (`core/model/images.py` says why), never its base64.
 
 The next request is estimated as the last measured prompt plus the last answer plus
 estimates of what was appended since, so the status line and the compaction threshold
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..model.base import Message, ModelUsage, stored_reasoning
+from ..model.images import IMAGE_TOKENS, is_image_part
 
 DEFAULT_CHARS_PER_TOKEN = 3.5
 DEFAULT_WINDOW = 32_768
@@ -52,21 +54,25 @@ def unbelievable_window(window: int, where: str) -> str | None:
     )
 
 
+IMAGE_CHARS = round(IMAGE_TOKENS * DEFAULT_CHARS_PER_TOKEN)
+"""An image part, in the characters everything is counted in: `IMAGE_TOKENS` at the
+starting ratio, whatever its size (its base64 is not what a model counts)."""
 _MESSAGE_OVERHEAD = 8
 """Characters' worth of role markers and separators a chat template adds per message."""
 CALL_OVERHEAD = 24
 
 
 def message_chars(message: Message | dict[str, Any]) -> int:
-    """The characters a message puts in the prompt: its text, its tool calls' names and
-    arguments, as the chat template renders them (not JSON-escaped), and the reasoning a
-    tool-calling message is sent back with (DeepSeek requires it; see `openai_chat._as_sent`).
+    """The characters a message puts in the prompt: its text, `IMAGE_CHARS` an image, its
+    tool calls' names and arguments, as the chat template renders them (not JSON-escaped),
+    and the reasoning a tool-calling message is sent back with (DeepSeek requires it; see `openai_chat._as_sent`).
     Cheap: no encoding, so estimating a resumed 2,000-message history takes milliseconds."""
     content = message.get("content")
     if isinstance(content, str):
         chars = len(content)
     elif isinstance(content, list):
-        chars = sum(len(str(part.get("text", ""))) for part in content if isinstance(part, dict))
+        parts = [part for part in content if isinstance(part, dict)]
+        chars = sum(IMAGE_CHARS if is_image_part(part) else len(str(part.get("text", ""))) for part in parts)
     else:
         chars = 0
     for call in message.get("tool_calls") or ():

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -57,6 +57,7 @@ from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
 from .mcp_trust import McpTrustScreen
 from .sessions import SessionsScreen
+from .shells import ShellsScreen
 from .slash import run_slash
 from .work_area import WorkArea
 
@@ -177,6 +178,7 @@ class MainScreen(Screen[None]):
         self.status.set_model(self.runtime.model_label)
         self.status.mode = self.runtime.mode
         self.show_sandbox()
+        self.runtime.shells.listeners.append(self.show_shells)
         # The model client (`import openai`, ~0.5 s) is built in a thread as soon as the
         # first frame is out: never before it, and never waiting for anything else.
         self.call_after_refresh(self.warm_up)
@@ -467,6 +469,9 @@ class MainScreen(Screen[None]):
             if self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
+        elif worker.group == "command" and state == WorkerState.ERROR:  # a slash command's `in_background`
+            message = f"{worker.name} failed: {type(worker.error).__name__}: {worker.error}"
+            await self.conversation.add(NoticeEntry(message, "error"))
         elif worker.group == "turn" and state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             # The state the message carries, not the worker's now: a RUNNING message read
             # after the worker failed (a busy machine) would finish the turn twice.
@@ -497,6 +502,8 @@ class MainScreen(Screen[None]):
             self._tell_turn_ended(worker)
         if worker is self._turn:
             self._turn = None
+        if undelivered := self.runtime.agent.steering:  # sent mid-turn, but the turn ended first
+            self._queued[:0], undelivered[:] = list(undelivered), []
         if self._queued:
             await self.submit(self._queued.pop(0))
 
@@ -599,7 +606,11 @@ class MainScreen(Screen[None]):
 
     @on(PromptInput.Submitted)
     async def _prompt_sent(self, event: PromptInput.Submitted) -> None:
-        await self.submit(event.text)
+        if event.now and self.busy and parse(event.text) is None and not looks_like_command(event.text):
+            self.runtime.agent.steer(event.text)  # `Steered` draws it once it reaches the model
+            self.notify("Sent: the model gets it with its next request in this turn.", title="todo-agent", markup=False)
+            return
+        await self.submit(event.text)  # a slash command, or nothing running: as enter does
 
     async def submit(self, text: str) -> None:
         """Run a slash command, or send `text` to the agent (queued while a turn runs).
@@ -640,6 +651,12 @@ class MainScreen(Screen[None]):
 
     def quit(self) -> None:
         self.app.exit()
+
+    def copy_to_clipboard(self, text: str) -> None:
+        self.app.copy_to_clipboard(text)
+
+    def in_background(self, job: Callable[[], Awaitable[None]], name: str) -> Worker[None]:
+        return self.run_worker(job(), name=name, group="command", exit_on_error=False)
 
     def _refuse_while_busy(self, what: str) -> bool:
         if self.busy:
@@ -682,6 +699,9 @@ class MainScreen(Screen[None]):
         self.status.busy = True
         self._turn = self.run_compact(focus)
 
+    def open_shells(self) -> None:
+        self.app.push_screen(ShellsScreen(self.runtime.shells))
+
     def choose_session(self) -> None:
         if self._refuse_while_busy("switch sessions"):
             return
@@ -708,6 +728,11 @@ class MainScreen(Screen[None]):
 
     def show_sandbox(self) -> None:
         self.status.set_sandbox(self.runtime.sandbox.active != "off")
+
+    def show_shells(self) -> None:
+        """The status line's count of background commands (they start and end on their own)."""
+        if self.is_attached:
+            self.status.set_shells(len(self.runtime.shells.running()))
 
     async def show_mode(self) -> None:
         self.status.mode = self.runtime.mode

@@ -7,9 +7,13 @@ for the rest. What is screen state (a turn, the drawn session) stays on the scre
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Protocol
 
+from todo_agent.core.export.formats import ExportError, Saved, beside, save
+from todo_agent.core.export.source import exported, plan_rows
 from todo_agent.core.permissions.modes import MODES
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.sandbox import SandboxMode
@@ -35,6 +39,9 @@ class CommandHost(Protocol):
     async def new_session(self) -> None: ...
 
     def choose_session(self) -> None: ...
+
+    def open_shells(self) -> None:
+        """`/shells`: the background commands (`tui/screens/shells.py`)."""
 
     def start_compact(self, focus: str) -> None: ...
 
@@ -63,6 +70,13 @@ class CommandHost(Protocol):
     def custom_slash_commands(self) -> list[SlashCommand]:
         """The person's own commands (`.claude/commands/…`), as the table lists commands."""
 
+    def copy_to_clipboard(self, text: str) -> None:
+        """Put `text` on the clipboard, through the terminal (OSC 52)."""
+
+    def in_background(self, job: Callable[[], Awaitable[None]], name: str) -> object:
+        """Run a command's slow part (`job`, named `name` if it fails) while the screen goes
+        on taking keys and drawing."""
+
 
 async def run_slash(host: CommandHost, text: str) -> None:
     """Carry out `text` if it is a known command (`parse`); anything else is ignored."""
@@ -79,6 +93,8 @@ async def run_slash(host: CommandHost, text: str) -> None:
             await host.new_session()
         case "/resume":
             host.choose_session()
+        case "/shells":
+            host.open_shells()
         case "/compact":
             host.start_compact(argument)
         case "/goal":
@@ -207,6 +223,39 @@ async def _model(host: CommandHost, argument: str) -> None:
     await host.say(NoticeEntry(f"model: {runtime.model_name}"))
 
 
+CLIPBOARD = "copied to the clipboard through the terminal (in tmux: set -g set-clipboard on)"
+
+
+async def _export(host: CommandHost, argument: str) -> None:
+    """`/export [FILE]`: the session as Markdown, or as the name says (`.json`, `.html`),
+    walked and written in a thread while the screen goes on (`in_background`). No FILE:
+    Markdown on the clipboard and in a file beside the session. A relative FILE is the
+    workspace's; one outside it is fine (the person named it)."""
+    runtime = host.runtime
+    named = argument.strip()
+    if len(named) > 1 and named[0] == named[-1] and named[0] in "\"'":
+        named = named[1:-1]
+    session_path, workspace = runtime.session_path, runtime.config.workspace
+    # Taken now, on the event loop: a turn may go on appending while the thread writes.
+    transcript, plan = list(runtime.transcript), plan_rows(runtime.tasks(), runtime.task_files())
+
+    def write() -> Saved:
+        target = workspace / Path(named).expanduser() if named else beside(session_path)
+        return save(exported(session_path, transcript, runtime.tool_status, plan, workspace=workspace), target)
+
+    async def finish() -> None:
+        try:
+            saved = await asyncio.to_thread(write)
+        except ExportError as exc:
+            await host.say(NoticeEntry(str(exc), "warning"))
+            return
+        if not named:
+            host.copy_to_clipboard(saved.text)
+        await host.say(NoticeEntry(saved.line() if named else f"{saved.line()}; {CLIPBOARD}"))
+
+    host.in_background(finish, "/export")
+
+
 _SANDBOX_WORDS: dict[str, SandboxMode] = {
     "on": "workspace-write",
     "workspace-write": "workspace-write",
@@ -231,6 +280,7 @@ async def _sandbox(host: CommandHost, argument: str) -> None:
 
 _READ_ARGUMENT: dict[str, Callable[[CommandHost, str], Awaitable[None]]] = {
     "/context": _context,
+    "/export": _export,
     "/sandbox": _sandbox,
     "/todos": _todos,
     "/mode": _mode,

@@ -5,6 +5,8 @@ and the person's own). File completion opens on a word that starts with `@` wher
 cursor is: the `MentionSource` (the workspace's file index) is asked in a worker thread,
 so typing never waits for it, and an answer for a word no longer being typed is dropped.
 `tab` (or `enter`) puts the chosen path in; a folder keeps the list open for what is in it.
+A pasted path to an image file in the workspace (a file dragged onto the terminal) goes in
+as its `@` mention, which attaches the image; the file is looked at in a worker thread.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
-from todo_agent.core.input.file_index import Match
+from todo_agent.core.input.file_index import Match, pasted_path
 
 from ..commands import SlashCommand, complete
 from ..sanitize import sanitize
@@ -48,6 +50,9 @@ class MentionSource(Protocol):
         """The best matches; None while the first listing is being built."""
 
     def refresh(self, max_age: float = ...) -> bool: ...
+
+    def pasted_image(self, text: str) -> str | None:
+        """The workspace-relative path of the image file a pasted path names, or None (blocking)."""
 
 
 _MENTION_WORD = re.compile(r'(?:^|(?<=\s))@(?:"(?P<quoted>[^"\n]*)|(?P<bare>[^\s"]*))$')
@@ -173,6 +178,13 @@ class PromptInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Send", tooltip="Send the prompt", show=False),
+        Binding(
+            "alt+enter,ctrl+enter",
+            "submit(True)",
+            "Send now",
+            tooltip="While it works: send it with the turn's next request instead of after the turn",
+            show=False,
+        ),
         Binding("shift+enter,ctrl+j", "newline", "Newline", tooltip="Insert a line break", show=False),
         Binding("tab", "complete", "Complete", tooltip="Complete the /command or @file", show=False),
         Binding("up", "history(-1)", "Previous prompt", tooltip="Recall the previous prompt", show=False),
@@ -181,9 +193,11 @@ class PromptInput(TextArea):
 
     @dataclass
     class Submitted(Message):
-        """The person sent `text` (already stripped, never empty)."""
+        """The person sent `text` (already stripped, never empty); `now`: with `alt+enter`,
+        for the running turn rather than after it."""
 
         text: str
+        now: bool = False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
@@ -209,6 +223,25 @@ class PromptInput(TextArea):
             return
         await super()._on_key(event)
 
+    async def _on_paste(self, event: events.Paste) -> None:
+        # Not a path to an image file by its name: TextArea's own handler pastes it as it is.
+        box = self.parent
+        source = box.mentions if isinstance(box, PromptBox) else None
+        if source is None or self.read_only or pasted_path(event.text) is None:
+            return
+        event.prevent_default()
+        self._paste_image(source, event.text)
+
+    @work(thread=True, group="paste", exit_on_error=False)
+    def _paste_image(self, source: MentionSource, text: str) -> None:
+        found = source.pasted_image(text)
+        self.app.call_from_thread(self._pasted, mention_text(found) if found is not None else text)
+
+    def _pasted(self, text: str) -> None:
+        result = self._replace_via_keyboard(text, *self.selection)
+        if result is not None:
+            self.move_cursor(result.end_location)
+
     @property
     def browsing_history(self) -> bool:
         """Whether the text is a recalled prompt, unchanged: up/down keep walking the history."""
@@ -222,7 +255,7 @@ class PromptInput(TextArea):
         lines = self.text.split("\n")
         return sum(len(line) + 1 for line in lines[:row]) + column
 
-    def action_submit(self) -> None:
+    def action_submit(self, now: bool = False) -> None:
         suggestions = self.suggestions
         if suggestions is not None and self._accept_file(suggestions, finishing=True):
             return
@@ -236,7 +269,7 @@ class PromptInput(TextArea):
             self.prompt_history.append(text)
         self._history_at = None
         self.text = ""
-        self.post_message(self.Submitted(text))
+        self.post_message(self.Submitted(text, now))
 
     def _accept_file(self, suggestions: Suggestions, *, finishing: bool) -> bool:
         """Put the highlighted file in place of the `@` word; False when there is none to put

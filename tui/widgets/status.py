@@ -110,6 +110,7 @@ class StatusLine(Horizontal):
         & > #status-context { width: auto; margin-left: 2; }
         & > #status-mcp { width: auto; margin-left: 2; display: none; }
         & > #status-mcp.-failing { color: $text-warning; }
+        & > #status-shells { width: auto; margin-left: 2; display: none; color: $text-accent; }
     }
     """
 
@@ -136,6 +137,7 @@ class StatusLine(Horizontal):
         self._model_name = ""
         self._context_text = ""
         self._mcp_text = ""
+        self._shells_text = ""
         self._goal_text = ""
         self._sandboxed = False
 
@@ -149,6 +151,7 @@ class StatusLine(Horizontal):
         yield Static("", id="status-model", markup=False)
         yield Static(f"{MODE_LABELS.get(mode, mode)} (shift+tab)", id="status-mode", classes=f"-{mode}", markup=False)
         yield Static("", id="status-mcp", markup=False)
+        yield Static("", id="status-shells", markup=False)
         yield Static("", id="status-context", markup=False)
 
     def set_model(self, name: str) -> None:
@@ -186,6 +189,14 @@ class StatusLine(Horizontal):
         label.update(self._mcp_text)
         label.display = bool(total)
         label.set_class(failing, "-failing")
+        self._fit()
+
+    def set_shells(self, running: int) -> None:
+        """`⚙ 2 shells`: background commands running (nothing when none is)."""
+        self._shells_text = f"⚙ {running} shell{'' if running == 1 else 's'}" if running else ""
+        label = self.query_one("#status-shells", Static)
+        label.update(self._shells_text)
+        label.display = bool(running)
         self._fit()
 
     def on_resize(self) -> None:
@@ -274,6 +285,7 @@ class StatusLine(Horizontal):
         room = self.size.width - (2 if self.busy else 0)  # the spinner and its margin
         room -= cell_len(self._context_text) + 2  # 2: the margin before it (and below)
         room -= cell_len(self._mcp_text) + 2 if self._mcp_text else 0
+        room -= cell_len(self._shells_text) + 2 if self._shells_text else 0
         room -= cell_len(self._goal_text) + 2 if self._goal_text else 0
         wordings = self._wordings()
 
