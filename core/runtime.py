@@ -25,6 +25,7 @@ import importlib
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,9 @@ from .agents.state import AgentRow
 from .agents.team import Parent, Team, TeamSettings
 from .agents.tool import agent_tool
 from .changes import rewind
+from .changes.checkpoint import Checkpoints
 from .changes.log import ChangeLog
+from .changes.prompt_rewind import Outcome, PromptPlan, PromptRewinds, Scope
 from .changes.recorder import attribution_observer, change_observers
 from .engine.instructions import build_system_context, describe_loaded
 from .engine.loop import Agent, AgentOptions
@@ -68,7 +71,7 @@ from .permissions.rules import Rule
 from .places import data_root
 from .sandbox import Sandbox, literal_read_denials
 from .session.directory import SessionError, SessionInfo, find_session, latest_session, list_sessions, task_list_path
-from .session.transcript import Session, TranscriptItem
+from .session.transcript import CompactionMark, Session, TranscriptItem
 from .settings import Config, project_settings_path, user_settings_path
 from .tasks.model import Task
 from .tasks.reminders import Work, task_reminder_provider, unfinished_stop_check, work_observer
@@ -390,6 +393,17 @@ class Runtime:
             self._allow_reading_results()
         self.changes = ChangeLog.for_session(self.session.path, self.config.workspace)
         self.recovered = rewind.recover(self.changes, self.store)
+        self.prompts = PromptRewinds(
+            self.changes,
+            Checkpoints.for_session(self.session.path, self.changes),
+            self.store,
+            self.session,
+            epoch=lambda: sum(isinstance(item, CompactionMark) for item in self.session.transcript),
+            shared=shared or "",
+        )
+        """`/rewind` to an earlier prompt and `/redo` (`core/changes/prompt_rewind.py`)."""
+        if interrupted := self.prompts.recover():
+            self.recovered = " ".join(filter(None, [self.recovered, interrupted]))
         released = release_dead_claims(self.store, self.changes, self.session.id)
         self.released = [
             f'#{t.id} "{t.subject}" was being worked on by {t.attempts[-1].agent} when its process ended; it is '
@@ -634,10 +648,29 @@ class Runtime:
         except Exception:  # cosmetic only; a resumed history may hold odd arguments
             return ""
 
-    def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
+    async def run_turn(self, prompt: str) -> AsyncGenerator[Event, None]:
         """One turn; consume with `async with aclosing(runtime.run_turn(p))`. A custom
-        command is expanded and `@` mentions are attached on the way (`core/input/`)."""
-        return self.agent.run_turn(prompt)
+        command is expanded and `@` mentions are attached on the way (`core/input/`).
+        The prompt gets a checkpoint first (`/rewind`), open while its turn runs."""
+        await asyncio.to_thread(self.prompts.begin, prompt)
+        try:
+            async with aclosing(self.agent.run_turn(prompt)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self.prompts.end()
+
+    async def rewind_to(self, plan: PromptPlan, scope: Scope, chosen: Collection[str]) -> Outcome:
+        """`/rewind`: to just before `plan`'s prompt (`PromptRewinds.apply`); refused while a turn runs."""
+        if self.agent.busy:
+            raise RuntimeError("cannot rewind while a turn is running")
+        return await asyncio.to_thread(self.prompts.apply, plan, scope, chosen)
+
+    async def redo(self) -> Outcome:
+        """`/redo`: undo the latest `/rewind`; refused while a turn runs."""
+        if self.agent.busy:
+            raise RuntimeError("cannot redo while a turn is running")
+        return await asyncio.to_thread(self.prompts.redo)
 
     def run_shell(self, command: str) -> AsyncGenerator[Event, None]:
         """The person's `!command`, run like a turn (esc kills it); its output goes into the history."""
@@ -942,6 +975,7 @@ class Runtime:
                 ),
                 self.hooks,
                 model_notice=self.child_model_notice,
+                checkpoints=self.prompts.checkpoints,
             ),
             self.agent_types,
             TeamSettings(
@@ -950,7 +984,11 @@ class Runtime:
         )
         holds = self.team.holds
         taken, recorded = change_observers(
-            self.changes, self.store, held=holds.holding_for(None), commands=holds.commands_of(None)
+            self.changes,
+            self.store,
+            held=holds.holding_for(None),
+            commands=holds.commands_of(None),
+            checkpoints=self.prompts.checkpoints,
         )
         planning = self.config.tasks_version != "off"
         self.work = Work()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..changes.checkpoint import Checkpoints
 from ..changes.log import ChangeLog
 from ..changes.recorder import attribution_observer, change_observers
 from ..engine.loop import Agent, AgentOptions
@@ -100,6 +101,8 @@ class Parent:
     hooks: ShellHooks | None = None
     model_notice: Callable[[AgentType], str] = lambda kind: ""
     """Why a sub-agent of this type does not run on the model its file names ("" when it does)."""
+    checkpoints: Checkpoints | None = None
+    """The prompts' checkpoints: a sub-agent's changes belong to the prompt whose turn started it."""
 
 
 @dataclass
@@ -290,6 +293,7 @@ class Team:
             target=lambda: key,
             held=self.holds.holding_for(child.ref),
             commands=self.holds.commands_of(child.ref),
+            checkpoints=self.parent.checkpoints,
         )
         images: list[Image] | None = [] if main.images is not None else None  # its own, as the main agent's
         lifecycle = Lifecycle(

@@ -287,7 +287,14 @@ class ChangeLog:
         return scan(self.workspace, read_ahead=True, keep_limit=MAX_KEEP_BYTES)
 
     def record_scan(self, task_id: str, before: Scan, held: HeldCheck | None = None) -> tuple[list[str], list[str]]:
-        """Record every file changed since `before` against `task_id`: (their paths, notes).
+        """Record every file changed since `before` against `task_id`: (their paths, notes)."""
+        found, notes = self.scan_changes(before, held)
+        for path, old in found:
+            self.record(task_id, path, old, self.capture(self.workspace / path))
+        return [path for path, _ in found], notes
+
+    def scan_changes(self, before: Scan, held: HeldCheck | None = None) -> tuple[list[tuple[str, Content]], list[str]]:
+        """Every file changed since `before`, with what it held then: (path, old content), notes.
 
         A file another agent's task holds (`held`) is put back as that task left it when
         it is certain nobody else wrote it since: the command found it so, and the holder
@@ -304,6 +311,7 @@ class ChangeLog:
                 if note.startswith(PUT_BACK):
                     continue
             kept.append(path)
+        found: list[tuple[str, Content]] = []
         for path in kept:
             if path in before.stamps:
                 data = old_content(self.workspace, before, path)
@@ -314,8 +322,8 @@ class ChangeLog:
                     old = Content("too_big" if size > MAX_KEEP_BYTES else "unknown", size=size)
             else:
                 old = ABSENT
-            self.record(task_id, path, self._known_before(path, old), self.capture(self.workspace / path))
-        return kept, notes
+            found.append((path, self._known_before(path, old)))
+        return found, notes
 
     def _hold(self, path: str, before: Scan, holding: Holding) -> str:
         """Put `path` back as its holder left it, if that is safe; the line that says what happened."""

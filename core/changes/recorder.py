@@ -1,9 +1,10 @@
 """Lifecycle observers that record what each task did and changed (see `changes`).
 
-Before an Edit, Write or Bash call runs while a task is in progress, the files it
-declares it writes (or, for Bash and any tool that does not say, a scan of the
-workspace) are taken; after it ran, whatever changed is
-recorded against that task and saved. Tools outside the workspace are not recorded.
+Before an Edit, Write or Bash call runs while a task is in progress, or during a
+prompt's turn (the prompt's checkpoint, `checkpoint.py`), the files it declares it
+writes (or, for Bash and any tool that does not say, a scan of the workspace) are
+taken; after it ran, whatever changed is recorded against that task and in the prompt's
+checkpoint, and saved. One scan serves both. Tools outside the workspace are not recorded.
 Every other call counts to the task in progress too: its tool count and time in the panel.
 Each agent has its own observers: a sub-agent's work goes to the task it claimed (or, with
 none, to a record of its own, `@<agent>`), the main agent's to its own task in progress.
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..lifecycle import ToolObserver, ToolRecord, ToolStartObserver
     from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
+    from .checkpoint import Checkpoints
     from .log import ChangeLog, Content, HeldCheck
 
 log = logging.getLogger(__name__)
@@ -36,15 +38,18 @@ def change_observers(
     changes: ChangeLog,
     store: TaskStore,
     target: Target | None = None,
+    *,
     held: HeldCheck | None = None,
     commands: Callable[[int], None] | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[ToolStartObserver, ToolObserver]:
     """(`tool_start`, `tool_done`) observers that feed `changes`; `target` says which
     record (default: the main agent's task in progress). `held` says which files another
     agent's task holds: what a command of this agent changed in one is put back when that
     is safe (`ChangeLog.record_scan`), and the call's result says so. `commands` is told +1
-    when a scanned call starts and -1 when it ends (others' `Holding.busy`)."""
-    recorder = _Recorder(changes, store, target, held, commands)
+    when a scanned call starts and -1 when it ends (others' `Holding.busy`). `checkpoints`:
+    the prompts' checkpoints, fed while a prompt's turn runs, task or none."""
+    recorder = _Recorder(changes, store, target, held=held, commands=commands, checkpoints=checkpoints)
     return recorder.start, recorder.done
 
 
@@ -60,15 +65,18 @@ class _Recorder:
         changes: ChangeLog,
         store: TaskStore,
         target: Target | None = None,
+        *,
         held: HeldCheck | None = None,
         commands: Callable[[int], None] | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         self.changes = changes
+        self.checkpoints = checkpoints
         self.store = store
         self.target = target or self._main_task
         self.held = held
         self.commands = commands or (lambda step: None)
-        self.pending: dict[str, tuple[str, Scan | list[tuple[str, Content]]]] = {}
+        self.pending: dict[str, tuple[str | None, Scan | list[tuple[str, Content]]]] = {}
         self.failed: dict[str, str] = {}
 
     def _main_task(self) -> str | None:
@@ -77,7 +85,8 @@ class _Recorder:
 
     async def start(self, record: ToolRecord) -> None:
         key = self.target()
-        if key is None or record.kind not in ("edit", "execute"):
+        prompt = self.checkpoints is not None and self.checkpoints.open is not None
+        if (key is None and not prompt) or record.kind not in ("edit", "execute"):
             return
         try:
             if record.kind == "edit" and record.writes:  # the files it declares it writes
@@ -101,16 +110,25 @@ class _Recorder:
         relative = self.changes.relative(workspace / os.path.expanduser(raw))  # absolute: replaces the workspace
         return None if relative is None else (relative, self.changes.capture(workspace / relative))
 
-    def finish(self, task_id: str, before: Scan | list[tuple[str, Content]]) -> list[str]:
-        """Record the call's changes; the notes on held files it met (for its result)."""
+    def finish(self, task_id: str | None, before: Scan | list[tuple[str, Content]]) -> list[str]:
+        """Record the call's changes (against `task_id`, and in the open prompt's checkpoint);
+        the notes on held files it met (for its result)."""
         changes = self.changes
         notes: list[str] = []
         if isinstance(before, Scan):
-            notes = changes.record_scan(task_id, before, self.held)[1]
+            found, notes = changes.scan_changes(before, self.held)
         else:
-            for relative, old in before:
-                changes.record(task_id, relative, old, changes.capture(changes.workspace / relative))
-        changes.save()
+            found = before
+        for relative, old in found:
+            now = changes.capture(changes.workspace / relative)
+            if task_id is not None:
+                changes.record(task_id, relative, old, now)
+            if self.checkpoints is not None:
+                self.checkpoints.touch(relative, old, now)
+        if task_id is not None:
+            changes.save()
+        if self.checkpoints is not None and self.checkpoints.open is not None:
+            self.checkpoints.save()
         return notes
 
     async def done(self, record: ToolRecord) -> Event | None:
@@ -127,7 +145,9 @@ class _Recorder:
         if why is not None:
             text = f"could not record what this {record.name} call changed ({why}); it ran all the same"
             return Notice(text, "warning")
-        return None if item is None else TasksUpdated(self.store.snapshot())  # the panel's `N files · +A −R`
+        if item is None or item[0] is None:
+            return None
+        return TasksUpdated(self.store.snapshot())  # the panel's `N files · +A −R`
 
 
 def attribution_observer(store: TaskStore, by: AgentRef | None = None) -> ToolObserver:

@@ -20,11 +20,12 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .model import Task
+from .file_format import decode_task
+from .model import STATUSES, Task, TaskStatus
 
 Who = Literal["model", "person", "agent"]
 """`agent`: a sub-agent, or the harness claiming and releasing tasks for one."""
@@ -140,6 +141,34 @@ def read(path: Path, upto: int) -> tuple[list[Version], int]:
             entries.append(entry)
         return entries, skipped
     return [], 0
+
+
+def list_at(entries: Sequence[Version], version: int, current: Sequence[Task]) -> tuple[Task, ...] | None:
+    """The list as it was at `version` (0: before any change, empty), rebuilt from the
+    history: each task listed then, with its status and subject then, taken from the
+    current list, or (deleted since) from the history's saved copy of it. None when the
+    history no longer holds that version."""
+    if version == 0:
+        return ()
+    at = next((e for e in reversed(entries) if e.version <= version), None)
+    if at is None or at.version != version:
+        return None
+    now = {t.id: t for t in current}
+    saved = {e.task_id: e.before for e in entries if e.version > version and e.task_id and e.before is not None}
+    tasks = []
+    for task_id, status, subject in at.tasks:
+        task = now.get(task_id) or _decoded(saved.get(task_id)) or Task(task_id, subject)
+        known: TaskStatus = next((s for s in STATUSES if s == status), "pending")
+        tasks.append(replace(task, status=known, subject=subject))
+    ids = {t.id for t in tasks}
+    return tuple(replace(t, blocks=tuple(b for b in t.blocks if b in ids)) for t in tasks)
+
+
+def _decoded(raw: dict[str, Any] | None) -> Task | None:
+    try:
+        return decode_task(raw) if raw is not None else None
+    except ValueError:
+        return None
 
 
 def last_undoable(entries: Sequence[Version]) -> Version | None:

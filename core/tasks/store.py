@@ -533,6 +533,28 @@ class TaskStore:
 
         return step
 
+    def listed_step(
+        self, tasks: tuple[Task, ...], text: str, rewind_id: str
+    ) -> Callable[[tuple[Task, ...], int], _Change[None]]:
+        """Make the list `tasks` (a rewind to an earlier prompt, or its redo), recorded in
+        the plan history with `text`; a second run for the same `rewind_id` changes nothing.
+        The model is told by the rewind's own note, not the person's change log."""
+
+        def step(current: tuple[Task, ...], next_id: int) -> _Change[None]:
+            if any(e.extra.get("rewind") == rewind_id for e in self._history):  # recovery re-running it
+                return _Change(current, next_id, None)
+            after = max([next_id, *(int(t.id) + 1 for t in tasks if t.id.isdigit())])
+            problems = rules.violations(tasks, after)
+            if problems:
+                raise StoreError(f"cannot put the list back: {problems[0]}")
+            return _Change(tasks, after, None, entry=Entry("person", text, extra={"rewind": rewind_id}))
+
+        return step
+
+    async def user_listed(self, tasks: tuple[Task, ...], text: str, rewind_id: str) -> None:
+        """`listed_step`, on the event loop."""
+        await self._mutate(self.listed_step(tasks, text, rewind_id))
+
     def take_user_changes(self) -> tuple[str, ...]:
         """The person's edits since the last call, oldest first; clears them.
 
