@@ -42,6 +42,12 @@ class RecordingHost:
     def open_shells(self) -> None:
         self.calls.append("open_shells")
 
+    def open_rewind(self) -> None:
+        self.calls.append("open_rewind")
+
+    async def redo(self) -> None:
+        self.calls.append("redo")
+
     def start_compact(self, focus: str) -> None:
         self.calls.append("start_compact")
 

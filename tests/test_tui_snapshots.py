@@ -460,3 +460,33 @@ def test_a_thought_folded_and_open(
         await wait_settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_rewind_to_a_prompt(snap_compare: SnapCompare, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`/rewind` after three prompts: newest first, each with what came after it."""
+    from todo_agent.core.changes import checkpoint
+
+    monkeypatch.setattr(checkpoint, "time", SimpleNamespace(time=lambda: FROZEN_NOW))
+    steps = [
+        {"tool_calls": [{"name": "Write", "arguments": {"file_path": "app.py", "content": "print(1)\n"}}]},
+        "Made app.py.",
+        {"tool_calls": [{"name": "TaskCreate", "arguments": {"subject": "Add tests"}}]},
+        {"tool_calls": [{"name": "Write", "arguments": {"file_path": "test_app.py", "content": "def test(): ...\n"}}]},
+        "Added a test.",
+        {"tool_calls": [{"name": "Bash", "arguments": {"command": "rm test_app.py"}}]},
+        "Removed it.",
+    ]
+    app = make_app(workspace, steps, permission_mode="bypassPermissions")
+    assert app.runtime is not None
+    app.runtime.store.clock = lambda: FROZEN_NOW
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        for prompt in ("make app.py", "add a test for it", "remove the test again"):
+            await send(pilot, prompt)
+            await turn_done(pilot)
+        await send(pilot, "/rewind")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "PromptsScreen")
+        await pilot.press("down", "enter")
+        await wait_settled(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -34,6 +34,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from todo_agent.core.changes.prompt_rewind import Outcome, PromptPlan, Scope
+from todo_agent.core.changes.rewind import RewindPlan
 from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event, GoalProgress, Usage
 from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
@@ -56,12 +58,16 @@ from ..widgets.status import MODE_LABELS, StatusLine, usage_detail
 from ..widgets.task_panel import TaskPanel
 from .hook_trust import HookTrustScreen
 from .mcp_trust import McpTrustScreen
+from .prompt_rewind import PromptsScreen
+from .rewind import RewindScreen
 from .sessions import SessionsScreen
 from .shells import ShellsScreen
 from .slash import run_slash
 from .work_area import WorkArea
 
 PANEL_PLACES: tuple[PanelPlace, ...] = ("right", "bottom", "hidden")
+DOUBLE_ESCAPE = 0.8
+"""Seconds within which a second escape on an empty prompt opens `/rewind`."""
 SHARED_LIST_POLL = 0.4
 """Seconds between looks at a shared task list (`--task-list`): another process's change
 shows within half a second (a `stat` when nothing changed)."""
@@ -133,6 +139,8 @@ class MainScreen(Screen[None]):
         self.viewing: str | None = None
         """The sub-agent whose transcript is shown in place of the conversation, if any."""
         self._viewed: AgentTranscript | None = None
+        self._escaped = 0.0
+        """When escape was last pressed on an empty prompt with no turn running (twice: `/rewind`)."""
 
     def compose(self) -> ComposeResult:
         with WorkArea(self.runtime, self._refuse_while_busy, id="work"):
@@ -722,6 +730,85 @@ class MainScreen(Screen[None]):
         if self.runtime.mcp.configured:
             self._restart_mcp()
 
+    # --- /rewind to an earlier prompt, /redo ----------------------------------------------
+
+    def open_rewind(self) -> None:
+        """`/rewind`: the prompts to go back to (`PromptsScreen`), then which files, then the rewind."""
+        if self._refuse_while_busy("rewind"):
+            return
+        rows = self.runtime.prompts.prompts()
+        if not rows:
+            self.notify("No prompt to rewind to since the last compaction.", title="Rewind", markup=False)
+            return
+        self.app.push_screen(PromptsScreen(rows), callback=self._rewind_chosen)
+
+    async def _rewind_chosen(self, chosen: tuple[str, Scope] | None) -> None:
+        if chosen is None:
+            return
+        checkpoint_id, scope = chosen
+        try:
+            plan = await asyncio.to_thread(self.runtime.prompts.plan, checkpoint_id)
+        except ValueError as exc:
+            await self.conversation.add(NoticeEntry(str(exc), "warning"))
+            return
+        doubtful = [f for f in plan.files if not f.suggested and f.action != "nothing"]
+        if scope == "conversation" or not doubtful:
+            await self._rewind_to(plan, scope, [f.path for f in plan.files if f.suggested])
+            return
+
+        async def files_chosen(paths: list[str] | None) -> None:
+            if paths is not None:
+                await self._rewind_to(plan, scope, paths)
+
+        intro = (
+            "Put these files back as they were just before the prompt (a file created since is deleted). "
+            "A file that cannot be put back, or was changed outside todo-agent since, is left as it is unless you "
+            "choose it."
+        )
+        files = RewindPlan("", "", plan.files)
+        screen = RewindScreen(files, title="Rewind the files to before the prompt?", intro=intro, allow_none=True)
+        self.app.push_screen(screen, callback=files_chosen)
+
+    async def _rewind_to(self, plan: PromptPlan, scope: Scope, paths: list[str]) -> None:
+        try:
+            outcome = await self.runtime.rewind_to(plan, scope, paths)
+        except (RuntimeError, OSError, SessionError) as exc:
+            await self.conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
+            return
+        await self._rewound(outcome)
+        if outcome.prompt:
+            prompt = self.query_one(PromptInput)
+            prompt.text = outcome.prompt
+            prompt.move_cursor(prompt.document.end)
+            prompt.focus()
+
+    async def redo(self) -> None:
+        """`/redo`: undo the latest `/rewind`."""
+        if self._refuse_while_busy("redo"):
+            return
+        try:
+            outcome = await self.runtime.redo()
+        except ValueError as exc:
+            await self.conversation.add(NoticeEntry(str(exc), "warning"))
+            return
+        except (RuntimeError, OSError, SessionError) as exc:
+            await self.conversation.add(NoticeEntry(f"The redo failed: {exc}", "error"))
+            return
+        await self._rewound(outcome)
+
+    async def _rewound(self, outcome: Outcome) -> None:
+        """Draw the conversation and plan again after a rewind or redo, and say what it did."""
+        await self.conversation.load(
+            entries_from_history(
+                self.runtime.transcript, summarize=self.runtime.summarize, status_of=self.runtime.tool_status
+            )
+        )
+        for line in outcome.lines:
+            await self.conversation.add(NoticeEntry(line))
+        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
+        self.tasks_seen = render_tasks(self.runtime.tasks(), spend=False)
+        self._show_context_usage()
+
     async def cycle_mode(self) -> None:
         self.runtime.cycle_mode()
         await self.show_mode()
@@ -850,6 +937,13 @@ class MainScreen(Screen[None]):
             prompt.focus()
         elif suggestions.display:  # the least a person can mean: close the list
             suggestions.display = False
+        elif not self.busy and not prompt.text.strip():
+            now = time.monotonic()
+            if now - self._escaped <= DOUBLE_ESCAPE:
+                self._escaped = 0.0
+                self.open_rewind()
+            else:
+                self._escaped = now
         else:
             self.interrupt()
 

@@ -46,19 +46,26 @@ class RewindScreen(ModalScreen[list[str] | None]):
         Binding("escape,n", "cancel", "Cancel", tooltip="Change nothing", priority=True),
     ]
 
-    def __init__(self, plan: RewindPlan) -> None:
+    def __init__(self, plan: RewindPlan, *, title: str = "", intro: str = "", allow_none: bool = False) -> None:
+        """`title` and `intro` for another rewind than a task's (`/rewind` to a prompt);
+        `allow_none`: `y` with no file chosen goes on (the rewind does more than files)."""
         super().__init__()
+        self.allow_none = allow_none
         self.plan = plan
+        self.title_text = title
+        self.intro_text = intro
 
     def compose(self) -> ComposeResult:
         plan = self.plan
         conflicts = sum(1 for f in plan.files if f.conflict)
         with Vertical(id="rewind-dialog") as dialog:
-            dialog.border_title = f"Rewind #{plan.task_id} {sanitize(plan.subject)}?"
+            dialog.border_title = self.title_text or f"Rewind #{plan.task_id} {sanitize(plan.subject)}?"
             dialog.border_subtitle = "space choose · y rewind the chosen files · esc cancel"
-            intro = "Put these files back as they were before the task. The task goes back to pending."
+            intro = self.intro_text or (
+                "Put these files back as they were before the task. The task goes back to pending."
+            )
             if conflicts:
-                intro += f" {conflicts} changed since the task: not chosen unless you choose them."
+                intro += f" {conflicts} changed since: not chosen unless you choose them."
             yield Static(Content(intro), id="rewind-intro", markup=False)
             yield SelectionList[str](
                 *(Selection(file_label(f), f.path, f.suggested, disabled=f.action not in ACTIONS) for f in plan.files),
@@ -95,7 +102,7 @@ class RewindScreen(ModalScreen[list[str] | None]):
 
     def action_confirm(self) -> None:
         chosen = list(self.query_one(SelectionList).selected)
-        if not chosen:
+        if not chosen and not self.allow_none:
             self.notify("No file chosen: space chooses one, esc cancels.", severity="warning", markup=False)
             return
         self.dismiss(chosen)

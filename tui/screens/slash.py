@@ -43,6 +43,12 @@ class CommandHost(Protocol):
     def open_shells(self) -> None:
         """`/shells`: the background commands (`tui/screens/shells.py`)."""
 
+    def open_rewind(self) -> None:
+        """`/rewind`: back to before an earlier prompt (`tui/screens/prompt_rewind.py`)."""
+
+    async def redo(self) -> None:
+        """`/redo`: undo the latest `/rewind`."""
+
     def start_compact(self, focus: str) -> None: ...
 
     async def start_goal(self, goal: str) -> None:
@@ -95,6 +101,10 @@ async def run_slash(host: CommandHost, text: str) -> None:
             host.choose_session()
         case "/shells":
             host.open_shells()
+        case "/rewind":
+            host.open_rewind()
+        case "/redo":
+            await host.redo()
         case "/compact":
             host.start_compact(argument)
         case "/goal":
