@@ -81,6 +81,13 @@ async def test_prompts_are_listed_newest_first_with_what_came_after(project: Pat
     assert rows[0].files == ("b.py",) and rows[0].tasks == ()
 
 
+async def test_a_call_that_changed_nothing_is_not_listed(project: Path) -> None:
+    runtime, _ = make_runtime(project, turn(tc("Write", file_path="b.py", content="b1\n")))
+    await run(runtime, "same again")
+    (row,) = runtime.prompts.prompts()
+    assert row.files == () and row.tool_calls == 1
+
+
 async def test_rewind_to_the_second_prompt_then_redo(project: Path) -> None:
     runtime, _ = await three(project)
     before = files(project)

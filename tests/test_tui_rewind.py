@@ -54,7 +54,7 @@ async def test_rewind_to_the_second_prompt_and_redo(workspace: Path) -> None:
 
         prompt.text = ""
         await send(pilot, "/redo")
-        await wait_until(pilot, lambda: (workspace / "b.txt").exists())
+        await wait_until(pilot, (workspace / "b.txt").exists)
         assert (workspace / "a.txt").read_text() == "second\n"
         await wait_until(pilot, lambda: "Redone" in screen_text(app))
         assert "make b" in screen_text(app)

@@ -100,6 +100,8 @@ class Checkpoints:
         if checkpoint is None:
             return
         first = checkpoint.files.get(path)
+        if first is None and before == after:  # a call that changed nothing (a refused Write)
+            return
         checkpoint.files[path] = Touched(before, after) if first is None else replace(first, after=after)
 
     def since(self, epoch: int, length: int) -> list[Checkpoint]:
