@@ -62,8 +62,9 @@ def test_transcripts_and_their_folders_are_private(workspace: Path, tmp_path: Pa
     (project,) = sessions.iterdir()
     assert _mode(sessions) == 0o700 and _mode(project) == 0o700
     files = [p for p in project.iterdir() if not p.name.endswith(".lock")]
-    # The transcript, the task list and its history.
-    assert sorted(p.name.split(".", 1)[1] for p in files) == ["jsonl", "tasks.json", "tasks.log.jsonl"]
+    # The transcript, the prompts' checkpoints (`/rewind`), the task list and its history.
+    names = sorted(p.name.split(".", 1)[1] for p in files)
+    assert names == ["jsonl", "prompts.json", "tasks.json", "tasks.log.jsonl"]
     for path in files:
         assert _mode(path) == 0o600, path
 
