@@ -652,9 +652,14 @@ class Runtime:
         """One turn; consume with `async with aclosing(runtime.run_turn(p))`. A custom
         command is expanded and `@` mentions are attached on the way (`core/input/`).
         The prompt gets a checkpoint first (`/rewind`), open while its turn runs."""
+        async for event in self._checkpointed(prompt, self.agent.run_turn(prompt)):
+            yield event
+
+    async def _checkpointed(self, prompt: str, turn: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
+        """`turn` under a checkpoint of its prompt, open while it runs."""
         await asyncio.to_thread(self.prompts.begin, prompt)
         try:
-            async with aclosing(self.agent.run_turn(prompt)) as events:
+            async with aclosing(turn) as events:
                 async for event in events:
                     yield event
         finally:
@@ -744,7 +749,8 @@ class Runtime:
         config = self.config
         limits = GoalLimits(config.goal_max_turns, config.goal_max_tokens, config.goal_max_minutes)
         self.goal = GoalRun(self.agent, self.store, goal, limits)
-        return self.goal.run()
+        # The whole goal is one prompt to `/rewind` to: its turns are the harness's.
+        return self._checkpointed(goal or "/goal", self.goal.run())
 
     def interrupt(self) -> bool:
         """End the running turn (and the goal it serves) as soon as possible. False when

@@ -259,3 +259,22 @@ async def test_a_kill_during_a_rewind_leaves_the_old_or_the_new_state(project: P
         assert reopened.tasks() == ()
     assert limit != 0 or now == new  # killed before anything was written: nothing happened
     assert limit < 2 or now != new  # the journal was written: the rewind is finished
+
+
+async def test_a_goal_is_one_prompt_to_rewind_to(project: Path) -> None:
+    """`/goal TEXT` runs turns of the harness's own; the goal as a whole gets the checkpoint."""
+    script = turn(
+        tc("TaskCreate", subject="Shout"),
+        tc("TaskUpdate", taskId="1", status="in_progress"),
+        tc("Edit", file_path="a.py", old_string="one", new_string="ONE"),
+        tc("TaskUpdate", taskId="1", status="completed"),
+    )
+    runtime, _ = make_runtime(project, script)
+    async for _event in runtime.run_goal("shout in a.py"):
+        pass
+    (row,) = runtime.prompts.prompts()
+    assert (row.text, row.files) == ("shout in a.py", ("a.py",))
+    plan = runtime.prompts.plan(row.id)
+    await runtime.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
+    assert (project / "a.py").read_text() == "one\ntwo\n" and runtime.tasks() == ()
+    runtime.close()
