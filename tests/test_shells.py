@@ -217,3 +217,19 @@ async def test_a_new_session_starts_with_none_running(workspace: Path) -> None:
     assert await wait_for(lambda: not alive(old.proc.pid))  # type: ignore[union-attr]
     assert runtime.shells.shells == {} and runtime.shells.listeners  # the front end still hears
     runtime.close()
+
+
+async def test_a_catastrophic_filter_is_stopped_and_the_output_stays_unread(
+    workspace: Path, shells: Shells, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`(a+)+b` on a line of a's holds Python's `re` for ever: the filter runs in a process
+    of its own, stopped at its limit, and the app's loop never waits on it."""
+    from todo_agent.core.tools import shells as module
+
+    monkeypatch.setattr(module, "FILTER_TIMEOUT", 1.0)
+    ctx = context(workspace, shells)
+    shell_id = await start("printf 'a%.0s' $(seq 1 40); echo", ctx)
+    await wait_for(lambda: not shells.shells[shell_id].running)
+    with pytest.raises(ToolError, match="the filter took over 1 s on this output and was stopped"):
+        await BASH_OUTPUT.run({"shell_id": shell_id, "filter": "(a+)+b"}, ctx)
+    assert (await call(BASH_OUTPUT, {"shell_id": shell_id}, ctx)).splitlines()[1] == "a" * 40

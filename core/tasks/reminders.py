@@ -198,8 +198,14 @@ FilesOf = Callable[[str], Sequence[str]]
 """A task id → the files changed under it (the change records), for the reminders' words."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f<]")
+
+
 def _names(paths: Sequence[str], shown: int = 5) -> str:
-    listed = ", ".join(paths[:shown])
+    """File names as the reminder lists them, a control character (a newline in a name the
+    model made up) and `<` written as escapes, so a name cannot end the reminder's line or
+    its tags."""
+    listed = ", ".join(_CONTROL.sub(lambda c: f"\\x{ord(c.group()):02x}", path) for path in paths[:shown])
     return f"{listed} and {len(paths) - shown} more" if len(paths) > shown else listed
 
 

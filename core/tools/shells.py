@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import re
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -287,18 +288,51 @@ async def _output(args: BashOutputArgs, ctx: ToolContext) -> str:
             raise ToolError(f"parameter 'filter' is not a regular expression: {exc}") from exc
     start, end = shell.seen, shell.total
     data = shell.since(start)[: end - start]
-    shell.seen = end
     lines = [f"{shell.id}: {shell.state()}"]
     if start < shell.dropped:
         kept = f"{shells.cap // 1_048_576} MB" if shells.cap >= 1_048_576 else f"{shells.cap:,} bytes"
         lines.append(f"({shell.dropped - start:,} bytes not kept: only the last {kept} are)")
     text = data.decode("utf-8", errors="replace")
-    if pattern is not None:
-        text = "\n".join(line for line in text.splitlines() if pattern.search(line))
+    if pattern is not None and text:
+        text = await _matching_lines(args.filter or "", text)  # a refusal leaves it unread
+    shell.seen = end
     capped = CappedOutput(HEAD_BYTES, TAIL_BYTES)
     capped.feed(text.encode("utf-8"))
     lines.append(capped.text().rstrip("\n") or "(no new output)")
     return "\n".join(lines)
+
+
+FILTER_TIMEOUT = 10.0
+_FILTER = (
+    "import re, sys\n"
+    "pattern = re.compile(sys.argv[1])\n"
+    "text = sys.stdin.buffer.read().decode('utf-8', 'replace')\n"
+    "out = [line for line in text.splitlines() if pattern.search(line)]\n"
+    "sys.stdout.buffer.write('\\n'.join(out).encode('utf-8', 'replace'))\n"
+)
+"""The filter, run in a process of its own: a catastrophic pattern (`(a+)+b` on a line of
+a's) holds `re` for ever and cannot be interrupted in this one (the Grep tool does the same)."""
+
+
+async def _matching_lines(pattern: str, text: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FILTER, pattern,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(FILTER_TIMEOUT):
+            out, _ = await proc.communicate(text.encode("utf-8", "replace"))
+    except BaseException as exc:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        if isinstance(exc, TimeoutError):
+            raise ToolError(
+                f"the filter took over {FILTER_TIMEOUT:g} s on this output and was stopped: give a simpler "
+                "pattern (the output is still unread)"
+            ) from None
+        raise
+    return out.decode("utf-8", "replace")
 
 
 async def _kill(args: KillShellArgs, ctx: ToolContext) -> str:
