@@ -64,6 +64,9 @@ class ToolRecord:
     arguments: Mapping[str, Any] = field(default_factory=dict)
     writes: tuple[str, ...] = ()
     """The paths the call writes, as its tool declared them (for the change record)."""
+    changed: list[str] = field(default_factory=list)
+    """The files the change records found the call changed (workspace-relative, `/`), filled
+    by their `tool_done` observer before the ones after it (the reminders' work rules) run."""
     notes: list[str] = field(default_factory=list)
     """Lines a `tool_done` observer adds to the call's result, for the model (a held file
     put back); the record itself is frozen, this list is the one thing observers fill."""

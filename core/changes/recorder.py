@@ -110,17 +110,20 @@ class _Recorder:
         relative = self.changes.relative(workspace / os.path.expanduser(raw))  # absolute: replaces the workspace
         return None if relative is None else (relative, self.changes.capture(workspace / relative))
 
-    def finish(self, task_id: str | None, before: Scan | list[tuple[str, Content]]) -> list[str]:
+    def finish(self, task_id: str | None, before: Scan | list[tuple[str, Content]]) -> tuple[list[str], list[str]]:
         """Record the call's changes (against `task_id`, and in the open prompt's checkpoint);
-        the notes on held files it met (for its result)."""
+        the notes on held files it met (for its result), and the files it changed."""
         changes = self.changes
         notes: list[str] = []
         if isinstance(before, Scan):
             found, notes = changes.scan_changes(before, self.held)
         else:
             found = before
+        changed: list[str] = []
         for relative, old in found:
             now = changes.capture(changes.workspace / relative)
+            if now != old:
+                changed.append(relative)
             if task_id is not None:
                 changes.record(task_id, relative, old, now)
             if self.checkpoints is not None:
@@ -129,7 +132,7 @@ class _Recorder:
             changes.save()
         if self.checkpoints is not None and self.checkpoints.open is not None:
             self.checkpoints.save()
-        return notes
+        return notes, changed
 
     async def done(self, record: ToolRecord) -> Event | None:
         item = self.pending.pop(record.call_id, None)
@@ -138,7 +141,9 @@ class _Recorder:
             self.commands(-1)
         if item is not None and why is None:
             try:
-                record.notes.extend(await asyncio.to_thread(self.finish, *item))
+                notes, changed = await asyncio.to_thread(self.finish, *item)
+                record.notes.extend(notes)
+                record.changed.extend(changed)
             except Exception as exc:
                 log.exception("could not record what %s changed", record.name)
                 why = f"{type(exc).__name__}: {exc}"

@@ -15,8 +15,9 @@ the end of the context), in the panel's compact form (`◼ #2 Add pagination`):
    the compaction, so the very next request after a compaction always carries the list
    (this is how the plan survives compaction, and a resume of a compacted session).
 4. The work rules, from what the tools did (`Work`, fed by `work_observer`):
-   (a) files changed (Edit, Write, or a command where the change scan runs, which is
-   while a task is in progress) while tasks are open and none is in progress: name them;
+   (a) files changed (Edit, Write, or a command: the change records' scan runs around
+   every command for the prompt's checkpoint) while tasks are open and none is in
+   progress: name them;
    (b) the task in progress has gone `stale_after` tool calls with no plan change:
    name it, with the count and the files it changed (again after as many more calls).
 5. The interval (a fallback, `interval`, 0 turns it off): count the assistant messages
@@ -164,8 +165,12 @@ class Work:
                 self.plan_changed()
             return
         self.calls += 1
-        if not in_progress and not record.is_error and record.kind == "edit":
-            self.untracked.update(dict.fromkeys(record.writes))
+        if in_progress or record.is_error:
+            return
+        # What the change records saw change (Edit, Write, a command: the scan runs for every
+        # prompt's checkpoint); an edit's declared files where they saw nothing.
+        files = record.changed or (record.writes if record.kind == "edit" else ())
+        self.untracked.update(dict.fromkeys(files))
 
     def plan_changed(self) -> None:
         self.calls = self.told_at = 0
@@ -183,6 +188,8 @@ class Called(Protocol):
     def is_error(self) -> bool: ...
     @property
     def writes(self) -> tuple[str, ...]: ...
+    @property
+    def changed(self) -> list[str]: ...
 
 
 def work_observer(work: Work, store: TaskStore) -> Callable[[Called], Awaitable[None]]:
