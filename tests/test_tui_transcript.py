@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from todo_agent.core.export.blocks import output_summary
 from todo_agent.tui.commands import SLASH_COMMANDS, complete, parse
 from todo_agent.tui.transcript import (
     AssistantEntry,
@@ -13,7 +14,6 @@ from todo_agent.tui.transcript import (
     UserEntry,
     entries_from_history,
     guess_status,
-    output_summary,
     summarize_arguments,
 )
 

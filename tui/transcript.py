@@ -7,14 +7,14 @@ Textual.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from todo_agent.core.engine.person_shell import KILLED, parse_shell_message
+from todo_agent.core.engine.person_shell import parse_shell_message
 from todo_agent.core.events import Attached
+from todo_agent.core.export.blocks import call_arguments, guess_status  # a call read as an export reads it
+from todo_agent.core.export.blocks import summarize as summarize_arguments
 from todo_agent.core.input.custom_commands import parse_header
 from todo_agent.core.input.mentions import parse_attachment_message
 from todo_agent.core.model.base import content_text, stored_reasoning
@@ -107,59 +107,7 @@ class PlainEntry:
 
 Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | PlainEntry | FoldEntry | ThoughtEntry
 
-# Which argument best names a call, per tool, for `⏺ Name(...)` lines rebuilt from history.
-_SUMMARY_KEYS = ("file_path", "command", "pattern", "subject", "path", "taskId")
-
-
-def summarize_arguments(name: str, arguments: dict[str, Any]) -> str:
-    """A short human form of a call's arguments when the core's summary is not at hand."""
-    if name == "TaskUpdate" and "taskId" in arguments and "status" in arguments:
-        return f"#{arguments['taskId']} → {arguments['status']}"
-    if name == "TodoWrite" and isinstance(arguments.get("todos"), list):
-        return f"{len(arguments['todos'])} items"
-    for key in _SUMMARY_KEYS:
-        value = arguments.get(key)
-        if isinstance(value, str | int) and str(value):
-            return short(str(value), 80)
-    return short(json.dumps(arguments, ensure_ascii=False), 80) if arguments else ""
-
-
-def _parse_arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else {}
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-_FAILED_STARTS: dict[str, ToolStatus] = {
-    "Error:": "error",
-    "denied:": "denied",
-    "cancelled:": "cancelled",
-    "The user rejected": "denied",
-}
-"""How the core words a failed, refused or cancelled call (`core/engine/batch.py`, `core/model/history.py`)."""
-_FAILED_LAST_LINE = re.compile(r"Exit code -?\d+( \(killed by [^)]*\))?|Command timed out after .*")
-"""Bash's note on a non-zero exit, a signal or a timeout (`core/tools/bash.py`)."""
 _RECORDED: dict[str, ToolStatus] = {"ok": "ok", "error": "error", "denied": "denied", "cancelled": "cancelled"}
-
-
-def guess_status(output: str) -> ToolStatus:
-    """How a call ended, read from its output: for sessions saved before statuses were kept.
-
-    Only the core's own wording counts, so a file that merely contains "Error" reads as ok.
-    """
-    for start, status in _FAILED_STARTS.items():
-        if output.startswith(start):
-            return status
-    lines = output.rstrip().splitlines()
-    if lines and lines[-1].strip() == KILLED:  # a `!` command stopped with esc
-        return "cancelled"
-    if lines and _FAILED_LAST_LINE.fullmatch(lines[-1].strip()):
-        return "error"
-    return "ok"
 
 
 def entries_from_history(
@@ -250,7 +198,7 @@ def attachment_entry(item: Attached) -> Entry:
 def _tool_entry(call: dict[str, Any], summarize: Callable[[str, dict[str, Any]], str]) -> ToolEntry:
     function = call.get("function") or {}
     name = str(function.get("name") or "?")
-    arguments = _parse_arguments(function.get("arguments"))
+    arguments = call_arguments(function.get("arguments")) or {}
     summary = summarize(name, arguments) or summarize_arguments(name, arguments)
     return ToolEntry(call_id=str(call.get("id") or ""), name=name, summary=summary)
 
@@ -265,21 +213,6 @@ def _reminder_line(text: str) -> str:
     body = text.replace(OPEN_TAG, "").replace(CLOSE_TAG, "").strip()
     first = body.splitlines()[0] if body else ""
     return f"reminder: {short(first, 100)}"
-
-
-def output_summary(output: str, status: ToolStatus, limit: int = 100) -> str:
-    """The one line shown under a finished tool call."""
-    lines = [line for line in output.splitlines() if line.strip()]
-    if status == "denied" and not lines:
-        return "denied"
-    if status == "cancelled" and not lines:
-        return "cancelled"
-    if not lines:
-        return "(no output)"
-    more = len(lines) - 1
-    suffix = f"  …(+{more} line{'s' if more > 1 else ''})" if more else ""
-    # The count outlives a narrow pane: the first line gives way to it.
-    return short(lines[0], max(limit - len(suffix), 12)) + suffix
 
 
 def compacted_here(mark: CompactionMark) -> str:

@@ -41,9 +41,9 @@ from ..tasks.model import StoreError, Task
 from ..tasks.reminders import CLOSE_TAG, OPEN_TAG
 from ..tasks.store import TaskStore
 from .checkpoint import Checkpoint, Checkpoints, decode_one
-from .log import MAX_KEEP_BYTES, ChangeLog, Content, _content, unified
+from .log import MAX_KEEP_BYTES, ChangeLog, Content, _content
 from .on_disk import look
-from .rewind import Action, FilePlan, _escapes, _matches, _put_back, _shown
+from .rewind import FilePlan, Since, _escapes, _matches, _put_back, plan_file
 
 Scope = Literal["both", "conversation", "files"]
 REWOUND = "The user rewound"
@@ -171,7 +171,7 @@ class PromptRewinds:
             for path, touched in checkpoint.files.items():
                 targets.setdefault(path, touched.before)
                 left[path] = touched.after
-        files = tuple(_plan_file(self.changes, path, targets[path], left[path]) for path in sorted(targets))
+        files = tuple(plan_file(self.changes, path, targets[path], left[path], PROMPT) for path in sorted(targets))
         return PromptPlan(found[index], files)
 
     # --- applying ----------------------------------------------------------------------
@@ -327,33 +327,8 @@ def _targets(checkpoints: Checkpoints, first: Checkpoint) -> dict[str, Content]:
     return targets
 
 
-def _plan_file(changes: ChangeLog, path: str, target: Content, left: Content) -> FilePlan:
-    try:
-        return _plan_one(changes, path, target, left)
-    except (OSError, RuntimeError, ValueError) as exc:
-        return FilePlan(path, "unavailable", note=f"it cannot be looked at ({type(exc).__name__}: {exc})")
-
-
-def _plan_one(changes: ChangeLog, path: str, target: Content, left: Content) -> FilePlan:
-    if _escapes(changes, path):
-        return FilePlan(path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
-    now = look(changes.workspace / path, MAX_KEEP_BYTES)
-    if now.kind == "directory":
-        return FilePlan(path, "unavailable", note="it is now a directory; move it away to rewind this file")
-    before = None if target.state == "absent" else changes.blob(target)
-    if target.state in ("too_big", "unknown") or (target.state == "kept" and before is None):
-        return FilePlan(path, "unavailable", note=target.note() or "its saved content is missing")
-    if _matches(target, now):
-        return FilePlan(path, "nothing", note="already as before the prompt")
-    action: Action = "delete" if target.state == "absent" else "restore"
-    shown = _shown(now)
-    if now.kind == "other":
-        return FilePlan(path, action, f"it is now {now.describe()}, not a file")
-    if not _matches(left, now):
-        last = None if left.state == "absent" else changes.blob(left)
-        diff = unified(path, last, shown, before_label="todo-agent left", after_label="now")
-        return FilePlan(path, action, CHANGED_OUTSIDE, diff)
-    return FilePlan(path, action, "", unified(path, shown, before, before_label=f"{path} now", after_label="rewound"))
+PROMPT = Since("the prompt", "todo-agent left", lambda: CHANGED_OUTSIDE, rewound_label="rewound")
+"""A prompt rewind's words for each file (`rewind.plan_file`)."""
 
 
 def _quoted(text: str) -> str:

@@ -27,7 +27,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -109,48 +109,71 @@ def _escapes(changes: ChangeLog, path: str) -> bool:
     return changes.relative((changes.workspace / path).parent) is None
 
 
-def _plan_file(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
-    if _escapes(changes, change.path):
-        return FilePlan(change.path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
-    # Looked at, never waited on: a FIFO there would hang a read (and the app with it).
-    now = look(changes.workspace / change.path, MAX_KEEP_BYTES)
-    if now.kind == "directory":  # putting the file back would delete what is in it
-        return FilePlan(change.path, "unavailable", note="it is now a directory; move it away to rewind this file")
-    before = None if change.before.state == "absent" else changes.blob(change.before)
-    if change.before.state in ("too_big", "unknown") or (change.before.state == "kept" and before is None):
-        return FilePlan(change.path, "unavailable", note=change.before.note() or "its saved content is missing")
-    if _matches(change.before, now):
-        return FilePlan(change.path, "nothing", note="already as before the task")
-    action: Action = "delete" if change.before.state == "absent" else "restore"
-    shown = _shown(now)
-    diff = unified(change.path, shown, before, before_label=f"{change.path} now", after_label=f"{change.path} rewound")
-    if now.kind == "other":
-        return FilePlan(change.path, action, f"it is now {now.describe()}, not a file", "")
-    if not _matches(change.after, now):
-        later = _later(changes, task_id, change)
-        conflict = (
-            "changed later by " + ", ".join(f"task #{t}" for t in later)
-            if later
-            else "changed since the task, not by a task (by you, or with no task in progress)"
-        )
-        left = None if change.after.state == "absent" else changes.blob(change.after)
-        diff = unified(change.path, left, shown, before_label=f"task #{task_id} left", after_label="now")
-        return FilePlan(change.path, action, conflict, diff)
-    return FilePlan(change.path, action, "", diff)
+@dataclass(frozen=True)
+class Since:
+    """What a rewind puts a file back to just before, in its words (a task's, a prompt's)."""
+
+    what: str
+    """`the task`, `the prompt`: "already as before the task"."""
+    left_by: str
+    """Whose last change the file should still hold: `task #3 left`, `todo-agent left`."""
+    conflict: Callable[[], str]
+    """Why the file is a conflict when it no longer holds that (asked only then)."""
+    rewound_label: str = "{path} rewound"
 
 
-def _plan_safely(changes: ChangeLog, task_id: str, change: FileChange) -> FilePlan:
+def plan_file(changes: ChangeLog, path: str, before: Content, after: Content, since: Since) -> FilePlan:
+    """What putting `path` back to `before` would do, todo-agent having left it as `after`;
+    one file's trouble (whatever the workspace became) is that file's note, never a raise."""
     try:
-        return _plan_file(changes, task_id, change)
-    except (OSError, RuntimeError, ValueError) as exc:  # whatever the workspace became, one file's trouble
-        return FilePlan(change.path, "unavailable", note=f"it cannot be looked at ({type(exc).__name__}: {exc})")
+        return _plan_file(changes, path, before, after, since)
+    except (OSError, RuntimeError, ValueError) as exc:
+        return FilePlan(path, "unavailable", note=f"it cannot be looked at ({type(exc).__name__}: {exc})")
+
+
+def _plan_file(changes: ChangeLog, path: str, target: Content, left: Content, since: Since) -> FilePlan:
+    if _escapes(changes, path):
+        return FilePlan(path, "unavailable", note="its folder now leads outside the workspace (a symlink)")
+    # Looked at, never waited on: a FIFO there would hang a read (and the app with it).
+    now = look(changes.workspace / path, MAX_KEEP_BYTES)
+    if now.kind == "directory":  # putting the file back would delete what is in it
+        return FilePlan(path, "unavailable", note="it is now a directory; move it away to rewind this file")
+    before = None if target.state == "absent" else changes.blob(target)
+    if target.state in ("too_big", "unknown") or (target.state == "kept" and before is None):
+        return FilePlan(path, "unavailable", note=target.note() or "its saved content is missing")
+    if _matches(target, now):
+        return FilePlan(path, "nothing", note=f"already as before {since.what}")
+    action: Action = "delete" if target.state == "absent" else "restore"
+    shown = _shown(now)
+    if now.kind == "other":
+        return FilePlan(path, action, f"it is now {now.describe()}, not a file", "")
+    if not _matches(left, now):
+        last = None if left.state == "absent" else changes.blob(left)
+        diff = unified(path, last, shown, before_label=since.left_by, after_label="now")
+        return FilePlan(path, action, since.conflict(), diff)
+    after_label = since.rewound_label.format(path=path)
+    return FilePlan(path, action, "", unified(path, shown, before, before_label=f"{path} now", after_label=after_label))
+
+
+def _since_task(changes: ChangeLog, task_id: str, change: FileChange) -> Since:
+    def conflict() -> str:
+        later = _later(changes, task_id, change)
+        if later:
+            return "changed later by " + ", ".join(f"task #{t}" for t in later)
+        return "changed since the task, not by a task (by you, or with no task in progress)"
+
+    return Since("the task", f"task #{task_id} left", conflict)
 
 
 def plan(changes: ChangeLog, store: TaskStore, task_id: str) -> RewindPlan:
     """What rewinding `task_id` would do, file by file. Blocking (reads the files)."""
     task = store.get(task_id)
     subject = task.subject if task else ""
-    return RewindPlan(task_id, subject, tuple(_plan_safely(changes, task_id, c) for c in changes.files_of(task_id)))
+    files = tuple(
+        plan_file(changes, c.path, c.before, c.after, _since_task(changes, task_id, c))
+        for c in changes.files_of(task_id)
+    )
+    return RewindPlan(task_id, subject, files)
 
 
 # --- applying ---------------------------------------------------------------------------

@@ -266,25 +266,40 @@ class Agent:
 
     # --- the turn -------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, note: str, limit: TurnLimit | None) -> AsyncIterator[Event]:
-        gate = await run_gates(self.lifecycle.before_prompt, prompt)
+    async def _admit(self, text: str, what: str) -> AsyncIterator[Event | _Admitted]:
+        """`text` on its way to the model as the person's words (a prompt, or a message sent
+        mid-turn, `what`): the `UserPromptSubmit` hooks, then `prepare_prompt`; the events on
+        the way, then `_Admitted`, or, refused, a notice saying why (never sent, never kept:
+        the person reads why and may try again)."""
+        gate = await run_gates(self.lifecycle.before_prompt, text)
         for event in gate.events:
             yield event
-        if gate.block:  # never sent, never kept: the person reads why and may try again
-            yield Notice(f"prompt not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
-            yield TurnEnd("blocked")
+        if gate.block:
+            yield Notice(f"{what} not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
             return
-        prepared = PreparedPrompt(prompt)
+        prepared = PreparedPrompt(text)
         if self.lifecycle.prepare_prompt is not None:
-            async for item in self.lifecycle.prepare_prompt(prompt):
+            async for item in self.lifecycle.prepare_prompt(text):
                 if isinstance(item, PreparedPrompt):
                     prepared = item
                 else:
                     yield item
         if prepared.refusal:  # e.g. a custom command whose shell commands were declined
             yield Notice(prepared.refusal, "warning")
+            return
+        yield _Admitted(prepared, (gate.context,) if gate.context else ())
+
+    async def _turn(self, prompt: str, note: str, limit: TurnLimit | None) -> AsyncIterator[Event]:
+        admitted: _Admitted | None = None
+        async for item in self._admit(prompt, "prompt"):
+            if isinstance(item, _Admitted):
+                admitted = item
+            else:
+                yield item
+        if admitted is None:
             yield TurnEnd("blocked")
             return
+        prepared = admitted.prepared
         turn = _Turn(
             {"role": "user", "content": prepared.content},
             RepeatGuard(self.options.repeat_limit),
@@ -293,10 +308,8 @@ class Agent:
             limit=limit,
         )
         self.append(turn.prompt)
-        for content in [*prepared.follow, *([note] if note else [])]:
+        for content in [*prepared.follow, *([note] if note else []), *admitted.context]:
             self.append({"role": "user", "content": content})
-        if gate.context:
-            self.append({"role": "user", "content": gate.context})
         async for event in self._steps(turn):
             yield event
 
@@ -347,25 +360,13 @@ class Agent:
         hook may block it, `@` files are attached), appended after the batch's results."""
         while self.steering:
             text = self.steering.pop(0)
-            gate = await run_gates(self.lifecycle.before_prompt, text)
-            for event in gate.events:
-                yield event
-            if gate.block:
-                yield Notice(f"message not sent: a UserPromptSubmit hook blocked it: {gate.block}", "warning")
-                continue
-            prepared = PreparedPrompt(text)
-            if self.lifecycle.prepare_prompt is not None:
-                async for item in self.lifecycle.prepare_prompt(text):
-                    if isinstance(item, PreparedPrompt):
-                        prepared = item
-                    else:
-                        yield item
-            if prepared.refusal:
-                yield Notice(prepared.refusal, "warning")
-                continue
-            yield Steered(text)
-            for content in (prepared.content, *prepared.follow, *([gate.context] if gate.context else [])):
-                self.append({"role": "user", "content": content})
+            async for item in self._admit(text, "message"):
+                if not isinstance(item, _Admitted):
+                    yield item
+                    continue
+                yield Steered(text)
+                for content in (item.prepared.content, *item.prepared.follow, *item.context):
+                    self.append({"role": "user", "content": content})
 
     def _spend_request(self, limit: TurnLimit | None = None) -> tuple[str, EndReason] | None:
         """Take one model request from the turn's budget (and a sub-agent's parent's); why
@@ -778,6 +779,15 @@ class Agent:
         completion_chars = len(response.content) + sum(len(c.arguments) for c in response.tool_calls)
         prompt = self.counter.prompt_tokens(messages, schemas)  # still anchored on the last measured count
         return Usage(prompt, max(1, self.counter.tokens(completion_chars)), estimated=True)
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    """A prompt or a mid-turn message the hooks let through, as it goes to the model."""
+
+    prepared: PreparedPrompt
+    context: tuple[str, ...] = ()
+    """The hooks' words for the model, sent after it."""
 
 
 @dataclass

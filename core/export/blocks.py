@@ -1,7 +1,8 @@
 """A session's transcript as the blocks an export shows: the walk over its messages.
 
-The same reading of a history as the conversation pane's (`tui/transcript.py`, which core
-cannot import): prompts, answers, thoughts, tool calls paired with their results, `@`
+The same reading of a history as the conversation pane's (`tui/transcript.py`, which takes
+its words for a call from here: `call_arguments`, `summarize`, `guess_status`,
+`output_summary`): prompts, answers, thoughts, tool calls paired with their results, `@`
 attachments, a custom command's prompt, a `!` command, one line per reminder, and a
 "compacted here" line where a compaction replaced the history. Every text is `clean`:
 credentials in URLs masked (as todo-agent shows them, `core/redact.py`) and control
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
-from ..engine.person_shell import parse_shell_message
+from ..engine.person_shell import KILLED, parse_shell_message
 from ..input.custom_commands import parse_header
 from ..input.mentions import parse_attachment_message
 from ..model.base import Message, content_text, stored_reasoning
@@ -125,7 +126,7 @@ def _assistant_blocks(message: Message, results: Mapping[str, str], status_of: S
         call_id = str(call.get("id") or "")
         function = call.get("function") or {}
         name, raw = str(function.get("name") or "?"), function.get("arguments")
-        arguments = _arguments(raw)
+        arguments = call_arguments(raw)
         output = results.get(call_id)
         status = _status(status_of(call_id), output)
         shown = json.dumps(arguments, ensure_ascii=False, indent=2) if arguments is not None else str(raw or "")
@@ -163,8 +164,25 @@ _FAILED_STARTS: dict[str, Status] = {
     "cancelled:": "cancelled",
     "The user rejected": "denied",
 }
-"""How the core words a failed, refused or cancelled call, for sessions saved before
-statuses were kept (the conversation pane reads them the same way)."""
+"""How the core words a failed, refused or cancelled call (`core/engine/batch.py`, `core/model/history.py`)."""
+_FAILED_LAST_LINE = re.compile(r"Exit code -?\d+( \(killed by [^)]*\))?|Command timed out after .*")
+"""Bash's note on a non-zero exit, a signal or a timeout (`core/tools/bash.py`)."""
+
+
+def guess_status(output: str) -> Status:
+    """How a call ended, read from its output: for sessions saved before statuses were kept.
+
+    Only the core's own wording counts, so a file that merely contains "Error" reads as ok.
+    """
+    for start, status in _FAILED_STARTS.items():
+        if output.startswith(start):
+            return status
+    lines = output.rstrip().splitlines()
+    if lines and lines[-1].strip() == KILLED:  # a `!` command stopped with esc
+        return "cancelled"
+    if lines and _FAILED_LAST_LINE.fullmatch(lines[-1].strip()):
+        return "error"
+    return "ok"
 
 
 def _status(recorded: str | None, output: str | None) -> Status:
@@ -172,10 +190,12 @@ def _status(recorded: str | None, output: str | None) -> Status:
         return recorded  # type: ignore[return-value]
     if output is None:  # its result never made it to the history
         return "cancelled"
-    return next((status for start, status in _FAILED_STARTS.items() if output.startswith(start)), "ok")
+    return guess_status(output)
 
 
-def _arguments(raw: Any) -> dict[str, Any] | None:
+def call_arguments(raw: Any) -> dict[str, Any] | None:
+    """A call's arguments as the history keeps them (an object, or its JSON text); None
+    when they are not an object."""
     if isinstance(raw, dict):
         return raw
     try:
@@ -207,19 +227,21 @@ def one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def first_line(output: str, status: Status) -> str:
+def output_summary(output: str, status: str, limit: int = 100) -> str:
     """The one line under a finished call: its output's first line and how many follow."""
     lines = [line for line in output.splitlines() if line.strip()]
     if not lines:
         return status if status in ("denied", "cancelled") else "(no output)"
     more = len(lines) - 1
-    return one_line(lines[0], 100) + (f"  …(+{more} line{'s' if more > 1 else ''})" if more else "")
+    suffix = f"  …(+{more} line{'s' if more > 1 else ''})" if more else ""
+    # The count outlives a narrow pane: the first line gives way to it.
+    return one_line(lines[0], max(limit - len(suffix), 12)) + suffix
 
 
 def output_shown(call: ToolCall) -> bool:
     """Whether the call's line already shows its whole output (one short line), so the
     fold need not show it again."""
-    return first_line(call.output, call.status) == (call.output.strip() or "(no output)")
+    return output_summary(call.output, call.status) == (call.output.strip() or "(no output)")
 
 
 def compacted_line(mark: CompactionMark) -> str:

@@ -24,8 +24,8 @@ from .blocks import (
     Prompt,
     Thought,
     ToolCall,
-    first_line,
     output_shown,
+    output_summary,
     segments,
 )
 from .source import MARKER, Exported, PlanRow, about
@@ -62,7 +62,7 @@ def _block(block: Block) -> str:
 def _call(call: ToolCall) -> str:
     """`⏺ Name(summary) ✔ first line`, folding its arguments and its output (when the line
     does not already show all of it)."""
-    summary = f"⏺ {call.name}({call.summary}) {STATUS_MARKS[call.status]} {first_line(call.output, call.status)}"
+    summary = f"⏺ {call.name}({call.summary}) {STATUS_MARKS[call.status]} {output_summary(call.output, call.status)}"
     body = []
     if call.arguments not in ("", "{}"):
         body.append(fence(call.arguments, "json" if call.arguments.startswith("{") else ""))

@@ -21,8 +21,8 @@ from .blocks import (
     Prompt,
     Thought,
     ToolCall,
-    first_line,
     output_shown,
+    output_summary,
     segments,
 )
 from .source import MARKER, Exported, PlanRow, about
@@ -95,7 +95,7 @@ def _call(call: ToolCall) -> str:
     summary = (
         f"⏺ <b>{escape(call.name)}</b>({escape(call.summary)}) "
         f'<span class="{"ok" if call.status == "ok" else "bad"}">{escape(mark)}</span> '
-        f'<span class="dim">{escape(first_line(call.output, call.status))}</span>'
+        f'<span class="dim">{escape(output_summary(call.output, call.status))}</span>'
     )
     arguments = _pre(call.arguments) if call.arguments not in ("", "{}") else ""
     output = "" if output_shown(call) else _pre(call.output)

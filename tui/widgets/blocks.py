@@ -19,6 +19,7 @@ import time
 from textual.content import Content
 from textual.strip import Strip
 
+from todo_agent.core.export.blocks import output_summary
 from todo_agent.core.window.breakdown import FREE_GLYPH, GLYPHS
 
 from ..sanitize import StreamSanitizer, sanitize
@@ -33,7 +34,6 @@ from ..transcript import (
     ThoughtEntry,
     ToolEntry,
     UserEntry,
-    output_summary,
     thought_label,
 )
 from .markdown_blocks import Piece, split_pieces
