@@ -88,7 +88,7 @@ async def main(count: int, requests: int) -> None:
             spent.clear()
             asked[0] = 0
             before = time.perf_counter()
-            async with aclosing(runtime.run_turn(f"request {index}")) as events:
+            async with aclosing(runtime.turn.run(f"request {index}")) as events:
                 async for _ in events:
                     pass
             turns.append(time.perf_counter() - before)

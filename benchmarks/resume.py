@@ -42,8 +42,8 @@ if mode == "core":
     imported = time.perf_counter()
     runtime = Runtime.create(config, continue_latest=True, model=ScriptedModel([]))
     result = {"elapsed": time.perf_counter() - started, "create": time.perf_counter() - imported,
-              "messages": len(runtime.history),
-              "tokens": runtime.context_usage()[0], "opens": len(opens), "files": len(set(opens))}
+              "messages": len(runtime.sessions.history),
+              "tokens": runtime.turn.context_usage()[0], "opens": len(opens), "files": len(set(opens))}
 elif mode == "picker":
     from todo_agent.core.session.directory import list_sessions
     t = time.perf_counter()

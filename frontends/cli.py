@@ -236,7 +236,7 @@ def run_print(config: Config, args: argparse.Namespace) -> int:
         return fail(exc.message)
     except (SessionError, ScriptError) as exc:
         return fail(str(exc))
-    if runtime.budget.source != "default" and (problem := runtime.fit_problem()) is not None:
+    if runtime.window_source != "default" and (problem := runtime.turn.fit_problem()) is not None:
         runtime.close()  # the window cannot hold the fixed prompt: say so instead of a 400
         return fail(problem)
     for notice in runtime.server_notices:

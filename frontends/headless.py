@@ -207,7 +207,7 @@ async def run_headless(
 
 
 async def _connect_mcp(runtime: Runtime, err: TextIO) -> None:
-    for server in await runtime.connect_mcp():
+    for server in await runtime.mcp.connect():
         why = server.reason
         if server.state == "untrusted":
             why = "a project server: accept it in the app once, or pass --allow-project-mcp"
@@ -224,7 +224,7 @@ async def _run(
     streaming = output_format == "stream-json"
     output = _Output(out)
     tally = _Tally(err, print_tasks=output_format == "text")
-    hooks_notice = runtime.untrusted_hooks_notice()
+    hooks_notice = runtime.trust.hooks_notice()
     for notice in [*runtime.startup_notices(), *([hooks_notice] if hooks_notice else [])]:
         if notice.level != "info":
             print(f"todo-agent: {sanitize(notice.text)}", file=err)
@@ -232,16 +232,16 @@ async def _run(
             output.json(event_to_json(notice))
     if runtime.mcp.configured:
         await _connect_mcp(runtime, err)
-    for event in await runtime.start_session("resume" if runtime.history else "startup"):
+    for event in await runtime.sessions.start("resume" if runtime.sessions.history else "startup"):
         if streaming:
             output.json(event_to_json(event))
         tally.feed(event)
-    async with aclosing(runtime.run_goal(prompt) if goal else runtime.run_turn(prompt)) as events:
+    async with aclosing(runtime.turn.run_goal(prompt) if goal else runtime.turn.run(prompt)) as events:
         async for event in events:
             if streaming:
                 output.json(event_to_json(event))
                 if output.closed:
-                    runtime.interrupt()  # nobody reads on: stop spending tokens, end cleanly
+                    runtime.turn.interrupt()  # nobody reads on: stop spending tokens, end cleanly
             tally.feed(event)
     reason = tally.end.reason if tally.end else "error"
     code = EXIT_CODES.get(reason, 1)
@@ -257,14 +257,14 @@ async def _run(
                 "is_error": code != 0,
                 "reason": reason,
                 "errors": tally.errors,
-                "session_id": runtime.session_id,
+                "session_id": runtime.sessions.id,
                 "usage": _usage(runtime, tally),
-                "mcp_servers": runtime.mcp_report(),
+                "mcp_servers": runtime.mcp.report(),
                 # Each task with the files it changed (path, created/modified/deleted, lines +/−),
                 # whether its check verified it, and its check's last run (None: never ran).
-                "tasks": [_task_result(runtime, t) for t in runtime.tasks()],
+                "tasks": [_task_result(runtime, t) for t in runtime.plan.tasks()],
                 # Each sub-agent of the session: how it ended, what it changed, what it cost.
-                "agents": runtime.agent_results(),
+                "agents": runtime.team.results(),
                 # `--goal`: where it ended (verified, completed, requests, tokens, seconds, state).
                 **({"goal": dataclasses.asdict(tally.goal)} if tally.goal is not None else {}),
             }
@@ -278,13 +278,13 @@ def _task_result(runtime: Runtime, task: Task) -> dict[str, Any]:
         **dataclasses.asdict(task),
         "verified": task.verified,
         "last_check": dataclasses.asdict(last) | {"passed": last.passed} if last is not None else None,
-        "files": runtime.files_changed(task.id),
+        "files": runtime.plan.files_changed(task.id),
     }
 
 
 def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:
     """Tokens the run spent, and how full the context is now (share of the window, 0–1)."""
-    used, window = runtime.context_usage()
+    used, window = runtime.turn.context_usage()
     return {
         "prompt_tokens": tally.prompt_tokens,
         "completion_tokens": tally.completion_tokens,
@@ -295,5 +295,5 @@ def _usage(runtime: Runtime, tally: _Tally) -> dict[str, Any]:
         "context_tokens": used,
         "context_window": window,
         "context_share": round(used / window, 3) if window else None,
-        "context": runtime.context_breakdown().as_json(),
+        "context": runtime.turn.context_breakdown().as_json(),
     }

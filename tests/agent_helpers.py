@@ -33,7 +33,7 @@ def runtime_for(workspace: Path, script: dict[str, Any], **config: Any) -> tuple
 async def run(runtime: Runtime, prompt: str, seen: Callable[[Event], None] | None = None) -> list[Event]:
     """Every event of one turn (`seen` is told each as it comes)."""
     events: list[Event] = []
-    async with aclosing(runtime.run_turn(prompt)) as stream:
+    async with aclosing(runtime.turn.run(prompt)) as stream:
         async for event in stream:
             events.append(event)
             if seen is not None:
@@ -86,7 +86,7 @@ def gate_children(runtime: Runtime, gates: dict[str, dict[int, asyncio.Event]]) 
     """Wrap the scripted model of each sub-agent whose description or brief contains a key of
     `gates` (ready before the sub-agent starts, so a test can wait on it)."""
     made = {key: Gated(None, steps) for key, steps in gates.items()}
-    original = runtime.team.parent.model_for
+    original = runtime.team_runner.parent.model_for
 
     def model_for(kind: Any, about: str) -> ChatModel:
         model = original(kind, about)
@@ -96,5 +96,5 @@ def gate_children(runtime: Runtime, gates: dict[str, dict[int, asyncio.Event]]) 
                 return gated
         return model
 
-    runtime.team.parent.model_for = model_for
+    runtime.team_runner.parent.model_for = model_for
     return made

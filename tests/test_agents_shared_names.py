@@ -69,7 +69,7 @@ async def test_another_sessions_general_1_cannot_touch_a_subtask_or_link_to_the_
         ],
     }
     runtime_b, _ = runtime_for(workspace, second, task_list="team")
-    assert runtime_b.session_id != runtime_a.session_id
+    assert runtime_b.sessions.id != runtime_a.sessions.id
     events_b = await run(runtime_b, "go")
     answers = replies(events_b, "general-1")
     assert [status for status, _ in answers] == ["error"] * 4 + ["ok", "ok"]  # the attacks, then Glob and its own
@@ -80,7 +80,7 @@ async def test_another_sessions_general_1_cannot_touch_a_subtask_or_link_to_the_
     saved = json.loads(task_list_path("team").read_text())["tasks"]
     tasks = {t["id"]: t for t in saved}
     assert tasks["3"]["subject"] == "A's subtask" and tasks["3"].get("blocks", []) == ["1"]
-    assert tasks["3"]["created_by"] == "general-1" and tasks["3"]["created_session"] == runtime_a.session_id
+    assert tasks["3"]["created_by"] == "general-1" and tasks["3"]["created_session"] == runtime_a.sessions.id
     assert tasks["2"].get("blockedBy", []) == [] and tasks["4"].get("blocks", []) == []
     assert tasks["4"]["status"] == "completed"
 

@@ -58,7 +58,7 @@ async def test_two_children_work_two_tasks_side_by_side_and_the_harness_settles_
         "general-1": ("completed", ("a.txt  +1 −0 (created)",)),
         "general-2": ("completed", ("b.txt  +2 −0 (created)",)),
     }
-    tasks = {t.id: t for t in runtime.tasks()}
+    tasks = {t.id: t for t in runtime.plan.tasks()}
     assert [(t.status, t.owner, t.claim) for t in tasks.values()] == [("completed", "", None)] * 2
     assert [a.outcome for a in tasks["1"].attempts] == ["completed"]
     outputs = {r.call_id: r.output for r in results(events)}  # each as it ended, not in call order
@@ -90,7 +90,7 @@ async def test_more_calls_than_slots_wait_their_turn(workspace: Path) -> None:
     turn = asyncio.ensure_future(run(runtime, "go", seen))
     await gated["one"].waiting.wait()
     await queued.wait()
-    assert [(r.agent_id, r.phase) for r in runtime.agents()] == [("general-1", "running"), ("general-2", "waiting")]
+    assert [(r.agent_id, r.phase) for r in runtime.team.rows()] == [("general-1", "running"), ("general-2", "waiting")]
     release.set()
     events = await turn
     order = [
@@ -124,7 +124,7 @@ async def test_a_blocked_task_is_never_started_and_starts_once_its_blocker_is_do
     first, _, third = (r.output for r in results(events))
     assert first == "Error: no sub-agent started: task #2 is blocked by #1: those must be completed first"
     assert third.startswith("[general-2] completed")  # the refused call started none: no general-1 left behind
-    assert [t.status for t in runtime.tasks()] == ["completed", "completed"]
+    assert [t.status for t in runtime.plan.tasks()] == ["completed", "completed"]
 
 
 async def test_a_child_cannot_update_a_siblings_task(workspace: Path) -> None:
@@ -147,7 +147,7 @@ async def test_a_child_cannot_update_a_siblings_task(workspace: Path) -> None:
         "Error: task #2 is not yours: your task is #1; you may update only it and the subtasks you create"
     )
     assert outputs[2].startswith("#3 → completed · 2 open: #1 #2")
-    tasks = {t.id: t for t in runtime.tasks()}
+    tasks = {t.id: t for t in runtime.plan.tasks()}
     assert (tasks["2"].status, tasks["3"].created_by, tasks["1"].status) == ("pending", "general-1", "completed")
 
 
@@ -172,7 +172,7 @@ async def test_a_child_stopped_by_max_turns_comes_back_partial_and_its_task_pend
     result = finished(events)["general-1"]
     assert (result.status, result.reason) == ("partial", "it used up its model requests (max_turns)")
     assert result.files == ("out.txt  +1 −0 (created)",)
-    task = runtime.tasks()[0]
+    task = runtime.plan.tasks()[0]
     assert (task.status, task.owner) == ("pending", "")
     assert [(a.agent, a.outcome, a.files) for a in task.attempts] == [
         ("general-1", "partial", ("out.txt  +1 −0 (created)",))
@@ -213,9 +213,9 @@ async def test_stopping_one_child_kills_its_command_and_leaves_its_sibling_runni
             break
         await asyncio.sleep(0.01)
     pid = int(pid_file.read_text())
-    assert runtime.stop_agent("general-1")
+    assert runtime.team.stop("general-1")
     await stopped.wait()
-    assert runtime.team.children["general-2"].phase == "running"  # its sibling is still at work
+    assert runtime.team_runner.children["general-2"].phase == "running"  # its sibling is still at work
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     release.set()
@@ -223,7 +223,7 @@ async def test_stopping_one_child_kills_its_command_and_leaves_its_sibling_runni
     ended = finished(events)
     assert (ended["general-1"].status, ended["general-1"].reason) == ("cancelled", "stopped by you")
     assert ended["general-2"].status == "completed"
-    assert [t.status for t in runtime.tasks()] == ["pending", "completed"]
+    assert [t.status for t in runtime.plan.tasks()] == ["pending", "completed"]
 
 
 @pytest.mark.script_may_end_early("the interrupt stops both children before their last steps")
@@ -241,7 +241,7 @@ async def test_an_interrupt_stops_every_child_and_their_partial_work_comes_back(
     turn = asyncio.ensure_future(run(runtime, "go"))
     await gated["do a"].waiting.wait()
     await gated["do b"].waiting.wait()
-    runtime.interrupt()
+    runtime.turn.interrupt()
     events = await turn
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "interrupted"
     outputs = {r.call_id: r for r in results(events)}
@@ -249,9 +249,12 @@ async def test_an_interrupt_stops_every_child_and_their_partial_work_comes_back(
     assert first.status == "cancelled"
     assert "What it had done by then:\n[general-1] cancelled (interrupted)" in first.output
     assert "a.txt  +1 −0 (created)" in first.output
-    assert [(t.status, t.owner, len(t.attempts)) for t in runtime.tasks()] == [("pending", "", 1), ("pending", "", 1)]
+    assert [(t.status, t.owner, len(t.attempts)) for t in runtime.plan.tasks()] == [
+        ("pending", "", 1),
+        ("pending", "", 1),
+    ]
     # The history is valid: every call answered, the partial results in it.
-    replies = [m for m in runtime.history if m.get("role") == "tool" and m["tool_call_id"] == "call_2_1"]
+    replies = [m for m in runtime.sessions.history if m.get("role") == "tool" and m["tool_call_id"] == "call_2_1"]
     assert "What it had done by then" in replies[0]["content"]
 
 
@@ -350,7 +353,7 @@ async def test_a_held_file_is_left_alone_when_putting_it_back_could_lose_bytes(w
     )
     a_wrote, b_ran = asyncio.Event(), asyncio.Event()
     gate_children(runtime, {"write it": {1: b_ran}, "shell it": {0: a_wrote}})
-    holds: Holds = runtime.team.holds
+    holds: Holds = runtime.team_runner.holds
 
     def seen(event: object) -> None:
         if isinstance(event, AgentEvent) and isinstance(event.event, ToolFinished):
@@ -402,7 +405,7 @@ async def test_compact_while_children_run_keeps_them_known(workspace: Path) -> N
     gated = gate_children(runtime, {"work slowly": {0: release}})
     turn = asyncio.ensure_future(run(runtime, "go"))
     await gated["work slowly"].waiting.wait()
-    runtime.compact_soon("")
+    runtime.turn.compact_soon("")
     release.set()
     events = await turn
     assert any(type(e).__name__ == "Compacted" for e in events)
@@ -480,7 +483,7 @@ async def test_agent_types_narrow_tools_and_a_project_file_cannot_widen_anything
     assert "'permissionMode' ignored" in warnings and "a script: model ignored" in warnings
     assert "cannot replace the built-in 'explore'" in warnings
     events = await run(runtime, "go")
-    tools = {name: [t.name for t in c.agent.tools] for name, c in runtime.team.children.items() if c.agent}
+    tools = {name: [t.name for t in c.agent.tools] for name, c in runtime.team_runner.children.items() if c.agent}
     assert tools["reviewer-1"] == ["Read", "Bash", "Grep", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"]
     assert tools["explore-2"] == ["Read", "Glob", "Grep", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"]
     bash, write = (e for a in ("reviewer-1", "explore-2") for e in inner(events, a) if isinstance(e, ToolFinished))
@@ -501,17 +504,20 @@ async def test_a_resumed_session_knows_its_children_and_their_transcripts(worksp
     runtime.close()
     resumed = Runtime.create(Config(workspace=workspace, model="script:none"), continue_latest=True)
     try:
-        (record,) = resumed.team.records()
+        (record,) = resumed.team_runner.records()
         assert (record.agent_id, record.status, record.summary, record.task_id) == (
             "general-1",
             "completed",
             "job done",
             "1",
         )
-        transcript = resumed.agent_transcript("general-1")
+        transcript = resumed.team.transcript("general-1")
         assert transcript is not None and transcript[0]["content"].startswith("do the job")
-        assert resumed.agent_results()[0]["files"] == []
-        assert resumed.team._child(resumed.agent_types["general"], _call(), "c").id == "general-2"  # numbers go on
+        assert resumed.team.results()[0]["files"] == []
+        # numbers go on
+        assert (
+            resumed.team_runner._child(resumed.agent_types["general"], _call(), "c").id == "general-2"
+        )  # numbers go on
     finally:
         resumed.close()
 

@@ -59,7 +59,7 @@ async def run(
     model = ScriptedModel.from_data(["ok"] * answers)
     runtime = Runtime.create(Config(workspace=workspace), model=model)
     runtime.set_approver(approver)  # type: ignore[arg-type]
-    async with aclosing(runtime.run_turn(prompt)) as events:
+    async with aclosing(runtime.turn.run(prompt)) as events:
         return [event async for event in events], model
 
 

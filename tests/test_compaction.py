@@ -169,7 +169,7 @@ async def test_a_long_scripted_session_compacts_keeps_the_plan_and_a_stable_pref
     # The session file replays to the same history; the full transcript is still there.
     runtime.session.close()  # sessions are locked while open
     reopened = Session.open(runtime.session.path)
-    assert reopened.messages == runtime.history
+    assert reopened.messages == runtime.sessions.history
     marks = [item for item in reopened.transcript if isinstance(item, CompactionMark)]
     assert len(marks) == len(compactions)
     assert sum(1 for item in reopened.transcript if not isinstance(item, CompactionMark)) > len(reopened.messages)
@@ -235,7 +235,7 @@ async def test_an_overflow_that_persists_drops_the_unsent_prompt_and_names_the_w
     runtime = runtime_for(workspace, model)
     for n, _ in enumerate(answers):
         await run(runtime, f"prompt {n}")
-    size = len(runtime.history)
+    size = len(runtime.sessions.history)
     events = await run(runtime, "a prompt that can never be sent")
     assert any(isinstance(e, Compacted) for e in events) == compacts
     error = next(e for e in events if isinstance(e, Error))
@@ -243,10 +243,10 @@ async def test_an_overflow_that_persists_drops_the_unsent_prompt_and_names_the_w
     assert "not kept" in error.message
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
     # The history does not grow with every failed attempt; the file agrees after a reload.
-    assert len(runtime.history) <= size
-    assert all(m.get("content") != "a prompt that can never be sent" for m in runtime.history)
+    assert len(runtime.sessions.history) <= size
+    assert all(m.get("content") != "a prompt that can never be sent" for m in runtime.sessions.history)
     runtime.session.close()  # sessions are locked while open
-    assert Session.open(runtime.session.path).messages == runtime.history
+    assert Session.open(runtime.session.path).messages == runtime.sessions.history
 
 
 async def test_a_short_history_is_not_compacted_into_something_longer(workspace: Path) -> None:
@@ -254,10 +254,10 @@ async def test_a_short_history_is_not_compacted_into_something_longer(workspace:
     runtime = runtime_for(workspace, model)
     await run(runtime, "first")
     await run(runtime, "second")
-    before = [dict(m) for m in runtime.history]
+    before = [dict(m) for m in runtime.sessions.history]
     async with aclosing(runtime.agent.compact()) as stream:
         events = [e async for e in stream]
-    assert runtime.history == before
+    assert runtime.sessions.history == before
     assert any(isinstance(e, Notice) and "nothing to gain" in e.text for e in events)
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
 
@@ -267,10 +267,10 @@ async def test_a_failed_summary_leaves_history_untouched_and_says_so(workspace: 
     runtime = runtime_for(workspace, model)
     await run(runtime, "first")
     await run(runtime, "second")
-    before = [dict(m) for m in runtime.history]
+    before = [dict(m) for m in runtime.sessions.history]
     async with aclosing(runtime.agent.compact()) as stream:
         events = [e async for e in stream]
-    assert runtime.history == before
+    assert runtime.sessions.history == before
     notice = next(e for e in events if isinstance(e, Notice) and e.level == "error")
     assert "could not compact" in notice.text and "HTTP 500" in notice.text and "unchanged" in notice.text
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "error"
@@ -288,15 +288,15 @@ async def test_a_summary_request_the_server_cannot_take_yet_is_waited_out(worksp
     runtime.agent.options = AgentOptions(request_retries=retries, retry_delay=0)
     await run(runtime, "first " + CHUNK)
     await run(runtime, "second " + CHUNK)
-    before = [dict(m) for m in runtime.history]
+    before = [dict(m) for m in runtime.sessions.history]
     async with aclosing(runtime.agent.compact()) as stream:
         events = [e async for e in stream]
     summaries = [kind for kind, _ in model.log if kind == "summary"]
     if retries:
         assert len(summaries) == 3 and isinstance(events[-1], TurnEnd) and events[-1].reason == "done"
-        assert any(isinstance(e, Compacted) for e in events) and runtime.history != before
+        assert any(isinstance(e, Compacted) for e in events) and runtime.sessions.history != before
     else:
-        assert len(summaries) == 1 and runtime.history == before
+        assert len(summaries) == 1 and runtime.sessions.history == before
         notice = next(e for e in events if isinstance(e, Notice) and e.level == "error")
         assert "HTTP 503" in notice.text
 
@@ -312,7 +312,7 @@ async def test_manual_compaction_with_focus_keeps_the_persons_words(workspace: P
     assert isinstance(events[0], Compacting) and events[0].trigger == "manual"
     summary_request = next(m for kind, m in model.log if kind == "summary")
     assert "keep the flag name" in summary_request[-1]["content"]
-    summary = str(runtime.history[0]["content"])
+    summary = str(runtime.sessions.history[0]["content"])
     assert SUMMARY.splitlines()[1] in summary
     assert "- add a --verbose flag to cli.py" in summary  # verbatim, whatever the model wrote
 
@@ -338,7 +338,7 @@ async def test_a_summary_cannot_pose_as_the_person_over_two_compactions(workspac
         assert any(isinstance(e, Compacted) for e in [e async for e in stream])
     assert len([kind for kind, _ in model.log if kind == "summary"]) == 3
 
-    text = str(runtime.history[0]["content"])
+    text = str(runtime.sessions.history[0]["content"])
     assert text.count("</summary>") == 1 and text.count("</system-reminder>") == 1  # only the real ones
     inside, outside = text.split("</summary>")
     assert "delete the tests" in inside  # the server's text is kept, as its text
@@ -360,14 +360,14 @@ async def test_resuming_a_compacted_session_shows_the_compacted_history_and_the_
     await run(first, "start")
     async with aclosing(first.agent.compact()) as stream:
         assert any(isinstance(e, Compacted) for e in [e async for e in stream])
-    compacted = [dict(m) for m in first.history]
+    compacted = [dict(m) for m in first.sessions.history]
     first.session.close()
 
     model = Summarising([{"text": "carrying on"}])
     resumed = runtime_for(workspace, model, resume=True)
-    assert resumed.history == compacted
+    assert resumed.sessions.history == compacted
     assert [(t.id, t.status) for t in resumed.store.snapshot()] == [("1", "in_progress"), ("2", "pending")]
-    assert resumed.context_usage()[0] > 0  # the status line shows its size, not 0
+    assert resumed.turn.context_usage()[0] > 0  # the status line shows its size, not 0
     await run(resumed, "go on")
     sent = model.agent_requests()[0]
     assert sent[1 : 1 + len(compacted)] == compacted  # the model sees the compacted history…
@@ -399,7 +399,7 @@ async def test_a_huge_tool_result_is_cut_before_it_enters_history(workspace: Pat
     config = Config(workspace=workspace, model="script:t", context_window=8192, permission_mode="bypassPermissions")
     runtime = Runtime.create(config, model=model)
     await run(runtime, "flood")
-    result = next(m for m in runtime.history if m["role"] == "tool")
+    result = next(m for m in runtime.sessions.history if m["role"] == "tool")
     assert len(result["content"]) < 20_000
     assert "characters cut from the middle" in result["content"]
 
@@ -413,7 +413,7 @@ async def test_a_window_too_small_for_the_fixed_prompt_is_said_before_any_reques
     events = await run(runtime, "hi")
     assert model.log == []
     assert any(isinstance(e, Error) and "fixed prompt" in e.message for e in events)
-    assert runtime.history == []  # the prompt that could not be sent is not kept
+    assert runtime.sessions.history == []  # the prompt that could not be sent is not kept
 
 
 async def test_the_before_compact_seam_is_told_the_trigger_and_focus(workspace: Path) -> None:

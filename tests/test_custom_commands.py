@@ -42,7 +42,7 @@ def make_runtime(workspace: Path, steps: list[Any], **config: Any) -> tuple[Runt
 
 
 async def turn(runtime: Runtime, prompt: str) -> list[Event]:
-    async with aclosing(runtime.run_turn(prompt)) as events:
+    async with aclosing(runtime.turn.run(prompt)) as events:
         return [event async for event in events]
 
 
@@ -62,7 +62,7 @@ def test_commands_come_from_all_four_places_and_the_project_wins(workspace: Path
     write(user_commands() / "standup.md", "---\ndescription: My standup\n---\nwhat did I do")
     write(home / ".claude/commands/explain.md", "Explain $ARGUMENTS simply.\nMore text.")
     runtime, _ = make_runtime(workspace, [])
-    commands = runtime.custom_commands().commands
+    commands = runtime.turn.commands().commands
     assert sorted(commands) == ["/explain", "/frontend:lint", "/review", "/standup"]
     assert commands["/review"].body == "project review" and commands["/review"].scope == "project"
     assert commands["/review"].label == ".todo-agent/commands/review.md"
@@ -75,8 +75,8 @@ def test_a_built_in_name_loses_with_a_notice(workspace: Path) -> None:
     write(workspace / ".claude/commands/help.md", "my help")
     write(workspace / ".claude/commands/bad name.md", "x")
     runtime, _ = make_runtime(workspace, [])
-    runtime.reserve_command_names(["/help", "/quit"])
-    found = runtime.custom_commands()
+    runtime.turn.reserve_command_names(["/help", "/quit"])
+    found = runtime.turn.commands()
     assert "/help" not in found.commands
     assert any("/help (.claude/commands/help.md) is not used: /help is a built-in command" in n for n in found.notices)
     assert any("bad name.md skipped" in n for n in found.notices)
@@ -169,7 +169,7 @@ async def test_a_project_commands_shell_lines_run_after_one_approval_per_version
     assert len(asked) == 2
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "blocked"
     assert any(isinstance(e, Notice) and "you declined its shell commands" in e.text for e in events)
-    assert not any("changed-x" in str(m.get("content")) for m in runtime.history)
+    assert not any("changed-x" in str(m.get("content")) for m in runtime.sessions.history)
     answers.append("yes")
     await turn(runtime, "/status y")
     assert "changed-y" in prompts(model)[-1]

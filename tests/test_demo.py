@@ -36,14 +36,14 @@ async def test_the_demo_runs_to_its_end_when_everything_is_approved(demo: Any) -
         await send(pilot, prompt)
         await answer_approval(pilot, "Write", "1")  # the README sub-agent's, labelled with it and its task
         assert app.runtime is not None
-        assert {row.agent_id for row in app.runtime.agents()} == {"explore-1", "general-2"}
+        assert {row.agent_id for row in app.runtime.team.rows()} == {"explore-1", "general-2"}
         await answer_approval(pilot, "Edit", "1")
         await answer_approval(pilot, "Bash", "1")
         await turn_done(pilot)
         assert "passes (3 checks)" in said(app)
-        outcomes = {r.agent_id: r.status for r in app.runtime.agents()}
+        outcomes = {r.agent_id: r.status for r in app.runtime.team.rows()}
         assert outcomes == {"explore-1": "completed", "general-2": "completed"}
-        assert [t.status for t in app.runtime.tasks()] == ["completed"] * 5
+        assert [t.status for t in app.runtime.plan.tasks()] == ["completed"] * 5
         assert "## Listing posts" in await asyncio.to_thread((workspace / "README.md").read_text, encoding="utf-8")
     model.assert_complete()
 
@@ -57,7 +57,7 @@ async def test_the_two_sub_agents_run_side_by_side(demo: Any) -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.request.tool == "Write")
         assert app.screen.request.agent == "general-2 · #4 Document pagination"  # type: ignore[attr-defined]
         assert app.runtime is not None
-        explorer = app.runtime.team.children["explore-1"]
+        explorer = app.runtime.team_runner.children["explore-1"]
         await wait_until(pilot, lambda: explorer.phase == "done")  # it finished while general-2 waited
         assert explorer.status == "completed"
         await pilot.press("1")
@@ -148,8 +148,8 @@ async def test_declining_the_sub_agents_readme_leaves_its_task_pending_and_the_d
         await answer_approval(pilot, "Bash", "1")
         await turn_done(pilot)
         assert app.runtime is not None
-        assert {r.agent_id: r.status for r in app.runtime.agents()}["general-2"] == "partial"
-        tasks = app.runtime.tasks()
+        assert {r.agent_id: r.status for r in app.runtime.team.rows()}["general-2"] == "partial"
+        tasks = app.runtime.plan.tasks()
         assert [t.status for t in tasks] == ["completed", "completed", "completed", "pending", "completed"]
         assert tasks[3].attempts[-1].summary == "It stays pending: you asked me not to write the README."
         assert not (workspace / "README.md").exists()

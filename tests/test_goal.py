@@ -21,7 +21,7 @@ from todo_agent.core.tasks.model import CheckRun, Task
 
 async def goal(runtime: Runtime, text: str) -> list[Event]:
     events: list[Event] = []
-    async with aclosing(runtime.run_goal(text)) as stream:
+    async with aclosing(runtime.turn.run_goal(text)) as stream:
         async for event in stream:
             events.append(event)
     return events
@@ -31,7 +31,7 @@ def sent_back(runtime: Runtime) -> list[str]:
     """The messages the harness sent the model back with."""
     return [
         str(m["content"])
-        for m in runtime.history
+        for m in runtime.sessions.history
         if m["role"] == "user" and "The goal is not reached" in str(m["content"])
     ]
 
@@ -68,7 +68,7 @@ async def test_a_goal_runs_until_every_check_passes_without_another_prompt(works
     assert "#2 Write the notes (pending)" in first
     assert "#1" not in second and "#2 Write the notes (pending)" in second
     # The terms went with the prompt, once.
-    assert [m["content"] for m in runtime.history if m["content"] == TERMS] == [TERMS]
+    assert [m["content"] for m in runtime.sessions.history if m["content"] == TERMS] == [TERMS]
     done = [e for e in events if isinstance(e, GoalProgress)][-1]
     assert (done.state, done.total, done.completed, done.verified, done.unchecked) == ("reached", 2, 2, 1, 1)
     assert done.requests == 10 and done.tokens > 0
@@ -132,7 +132,7 @@ async def test_goal_max_tokens_stops_before_the_next_request(workspace: Path) ->
 async def test_goal_max_minutes_stops_it(workspace: Path) -> None:
     script = {"steps": [{"tool_calls": [call("TaskCreate", subject="Slow")]}] + [{"text": "later"}] * 5}
     runtime, model = runtime_for(workspace, script, goal_max_minutes=1)
-    stream = runtime.run_goal("slowly")
+    stream = runtime.turn.run_goal("slowly")
     assert runtime.goal is not None
     now = [1000.0]
     runtime.goal.clock = lambda: now[0]
@@ -161,14 +161,14 @@ async def test_interrupting_a_goal_between_or_inside_turns_ends_it(workspace: Pa
     script = {"steps": [{"tool_calls": [call("TaskCreate", subject="Never done")]}] + [{"text": "later"}] * 20}
     runtime, model = runtime_for(workspace, script)
     events: list[Event] = []
-    async with aclosing(runtime.run_goal("go")) as stream:
+    async with aclosing(runtime.turn.run_goal("go")) as stream:
         async for event in stream:
             events.append(event)
             if isinstance(event, Notice) and "sent back" in event.text:
-                assert runtime.interrupt()  # between two turns: nothing runs in the agent
+                assert runtime.turn.interrupt()  # between two turns: nothing runs in the agent
     assert ending(events).reason == "interrupted"
     assert model.used == 2
-    assert runtime.goal is not None and runtime.goal.over and not runtime.interrupt()
+    assert runtime.goal is not None and runtime.goal.over and not runtime.turn.interrupt()
 
 
 async def test_the_list_as_it_is_is_the_goal_and_a_person_ticked_check_must_pass(workspace: Path) -> None:
@@ -179,13 +179,13 @@ async def test_the_list_as_it_is_is_the_goal_and_a_person_ticked_check_must_pass
     task = await runtime.store.user_add("Fix the API")
     await runtime.store.user_set_check(task.id, CHECK)
     await runtime.store.user_set_status(task.id, "completed")  # ticked by the person: not proven
-    assert standing(runtime.tasks()).unproven
+    assert standing(runtime.plan.tasks()).unproven
     events = await goal(runtime, "")
     model.assert_complete()
     assert ending(events).reason == "done"
     (first,) = sent_back(runtime)
     assert first.startswith(TERMS) and "#1 Fix the API: completed, but its check has not passed" in first
-    assert runtime.tasks()[0].verified
+    assert runtime.plan.tasks()[0].verified
 
 
 def test_what_is_left_repeats_the_last_lines_of_a_failing_check() -> None:

@@ -52,7 +52,7 @@ def hook_results(events: list[Event]) -> list[HookResult]:
 
 
 def tool_messages(runtime: Runtime) -> list[str]:
-    return [str(m["content"]) for m in runtime.history if m["role"] == "tool"]
+    return [str(m["content"]) for m in runtime.sessions.history if m["role"] == "tool"]
 
 
 def common(runtime: Runtime, workspace: Path, event: str) -> dict[str, Any]:
@@ -90,7 +90,7 @@ async def test_a_blocked_prompt_is_not_sent_and_not_kept(workspace: Path) -> Non
     hook = HookSpec("UserPromptSubmit", "echo 'no secrets in prompts' >&2; exit 2")
     runtime, model = make_runtime(workspace, [{"text": "never asked"}], hook)
     events = await turn(runtime, "my password is hunter2")
-    assert model.used == 0 and runtime.history == []
+    assert model.used == 0 and runtime.sessions.history == []
     assert not runtime.session.path.exists()  # nothing was written for a prompt that was never sent
     [result] = hook_results(events)
     assert (result.status, result.message) == ("blocked", "no secrets in prompts")
@@ -101,7 +101,7 @@ async def test_a_blocked_prompt_is_not_sent_and_not_kept(workspace: Path) -> Non
 async def test_session_start_context_goes_out_once_with_the_first_prompt(workspace: Path) -> None:
     hook = HookSpec("SessionStart", f"{RECORD}; echo 'TODO.md has 3 open items'", matcher="startup|resume")
     runtime, model = make_runtime(workspace, [{"text": "one"}, {"text": "two"}], hook)
-    events = await runtime.start_session("startup")
+    events = await runtime.sessions.start("startup")
     assert [r.status for r in hook_results(events)] == ["ok"]
     await turn(runtime, "first")
     await turn(runtime, "second")
@@ -109,7 +109,7 @@ async def test_session_start_context_goes_out_once_with_the_first_prompt(workspa
     assert [m["content"] for m in model.requests[0][1:]] == ["first", context]
     assert [m["content"] for m in model.requests[1] if m["role"] == "user"] == ["first", context, "second"]
     assert recorded(workspace) == [{**common(runtime, workspace, "SessionStart"), "source": "startup"}]
-    assert await runtime.start_session("clear") == []  # the matcher leaves /new out
+    assert await runtime.sessions.start("clear") == []  # the matcher leaves /new out
 
 
 async def test_session_start_context_waits_past_a_blocked_prompt(workspace: Path) -> None:
@@ -119,7 +119,7 @@ async def test_session_start_context_waits_past_a_blocked_prompt(workspace: Path
         HookSpec("SessionStart", "echo 'hello from start'"),
         HookSpec("UserPromptSubmit", "grep -q secret && { echo nope >&2; exit 2; }; exit 0"),
     )
-    await runtime.start_session("startup")
+    await runtime.sessions.start("startup")
     assert (await turn(runtime, "a secret"))[-1] == TurnEnd("blocked")
     await turn(runtime, "fine")
     assert "hello from start" in str(model.requests[0][-1]["content"])
@@ -432,33 +432,31 @@ async def test_project_hooks_run_only_once_trusted(workspace: Path) -> None:
     write(user_settings_path(), '[[hooks.UserPromptSubmit]]\ncommand = "echo user-hook"\n')
     config = load_config(workspace, env={})
     runtime = Runtime.create(config, model=ScriptedModel.from_data([{"text": "1"}, {"text": "2"}]))
-    assert [s.command for s in runtime.untrusted_project_hooks] == ["echo project-hook"]
-    notice = runtime.untrusted_hooks_notice()
+    assert [s.command for s in runtime.trust.untrusted_hooks] == ["echo project-hook"]
+    notice = runtime.trust.hooks_notice()
     assert notice is not None and "--allow-project-hooks" in notice.text and "echo project-hook" in notice.text
     await turn(runtime, "first")
-    assert "user-hook" in str(runtime.history[1]["content"]) and "project-hook" not in str(
-        runtime.history[1]["content"]
+    assert "user-hook" in str(runtime.sessions.history[1]["content"]) and "project-hook" not in str(
+        runtime.sessions.history[1]["content"]
     )
 
-    runtime.trust_project_hooks()
-    assert runtime.untrusted_project_hooks == [] and runtime.untrusted_hooks_notice() is None
+    runtime.trust.accept_hooks()
+    assert runtime.trust.untrusted_hooks == [] and runtime.trust.hooks_notice() is None
     await turn(runtime, "second")
-    assert "project-hook" in str(runtime.history[-2]["content"])
+    assert "project-hook" in str(runtime.sessions.history[-2]["content"])
     assert json.loads(trust_path().read_text()) != {}
 
     # Remembered for the next start; a changed command asks again.
-    assert Runtime.create(load_config(workspace, env={})).untrusted_project_hooks == []
+    assert Runtime.create(load_config(workspace, env={})).trust.untrusted_hooks == []
     write(project, '[[hooks.UserPromptSubmit]]\ncommand = "echo changed"\n')
-    assert [s.command for s in Runtime.create(load_config(workspace, env={})).untrusted_project_hooks] == [
-        "echo changed"
-    ]
+    assert [s.command for s in Runtime.create(load_config(workspace, env={})).trust.untrusted_hooks] == ["echo changed"]
     # The user file (or the flag) can trust every project's hooks.
     write(user_settings_path(), "allow_project_hooks = true\n")
-    assert Runtime.create(load_config(workspace, env={})).untrusted_project_hooks == []
+    assert Runtime.create(load_config(workspace, env={})).trust.untrusted_hooks == []
 
 
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "PreToolUse", "Stop"])
 async def test_an_unreadable_trust_file_means_untrusted(workspace: Path, event: HookEvent) -> None:
     write(workspace / ".todo-agent/settings.toml", f'[[hooks.{event}]]\ncommand = "true"\n')
     write(trust_path(), "{not json")
-    assert Runtime.create(load_config(workspace, env={})).untrusted_project_hooks != []
+    assert Runtime.create(load_config(workspace, env={})).trust.untrusted_hooks != []

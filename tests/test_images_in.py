@@ -101,7 +101,7 @@ def urls(messages: Sequence[Message]) -> list[str]:
 
 
 async def run(runtime: Runtime, prompt: str) -> list[Event]:
-    async with aclosing(runtime.run_turn(prompt)) as stream:
+    async with aclosing(runtime.turn.run(prompt)) as stream:
         return [event async for event in stream]
 
 
@@ -334,7 +334,7 @@ async def test_an_attached_image_the_server_refuses_is_sent_again_without_it(wor
     assert image_parts(again["messages"]) == [] and IMAGE_DROPPED.format(status=400) in json.dumps(again["messages"])
     assert again["messages"][1]["content"] == "describe @shot.png"
     assert any("sent again without them" in getattr(e, "text", "") for e in events)
-    assert image_parts(runtime.history) == []  # and it stays out
+    assert image_parts(runtime.sessions.history) == []  # and it stays out
     runtime.close()
 
 
@@ -368,16 +368,16 @@ async def test_a_compaction_replaces_the_image_with_its_line_and_the_summary_req
     runtime = Runtime.create(config, model=model)
     for prompt in ("describe @shot.png", "and the colours?", "thanks"):
         await run(runtime, prompt)
-    assert len(image_parts(runtime.history)) == 1  # in the history as it was sent, until…
-    async with aclosing(runtime.compact()) as stream:
+    assert len(image_parts(runtime.sessions.history)) == 1  # in the history as it was sent, until…
+    async with aclosing(runtime.turn.compact()) as stream:
         names = [type(e).__name__ async for e in stream]
     assert names == ["Compacting", "Compacted", "TurnEnd"]
     sent = json.dumps(model.summaries)
     line = f'attachment-image path=\\"shot.png\\" type=\\"image/png\\" summary=\\"1280×720 · {size_text(len(shot))}\\"'
     assert line in json.dumps(model.summaries, ensure_ascii=False)
     assert "base64" not in sent and b64(shot)[:40] not in sent
-    assert image_parts(runtime.history) == []
-    assert 'attachment-image path="shot.png"' in runtime.history[0]["content"]  # the one line is what is kept
+    assert image_parts(runtime.sessions.history) == []
+    assert 'attachment-image path="shot.png"' in runtime.sessions.history[0]["content"]  # the one line is what is kept
     runtime.close()
 
 
@@ -411,7 +411,7 @@ async def test_without_images_the_app_says_why_and_sends_the_text(workspace: Pat
         await turn_done(pilot)
         warnings = [e.text for e in main_screen(app).conversation.entries if isinstance(e, NoticeEntry)]
         assert f"@shot.png: {NO_IMAGES}" in warnings
-        assert main_screen(app).runtime.history[0]["content"] == "describe @shot.png"
+        assert main_screen(app).runtime.sessions.history[0]["content"] == "describe @shot.png"
 
 
 def test_a_resumed_attachment_message_with_an_image_is_its_line_again(workspace: Path) -> None:
@@ -463,4 +463,4 @@ async def test_a_pasted_image_path_becomes_an_attachment(workspace: Path) -> Non
         await turn_done(pilot)
         fold = next(e for e in screen.conversation.entries if isinstance(e, FoldEntry))
         assert fold.label == f"{IMAGE_MARK} shot one.png"
-        assert urls(screen.runtime.history) == [f"data:image/png;base64,{b64(shot)}"]
+        assert urls(screen.runtime.sessions.history) == [f"data:image/png;base64,{b64(shot)}"]

@@ -204,7 +204,7 @@ def test_the_kept_results_of_the_session_may_be_read_without_asking(workspace: P
         assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(kept)}).verdict == "allow"
         beside = runtime.session.path.with_name("other.txt")
         assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(beside)}).verdict == "ask"
-        runtime.new_session()  # the rule follows the session
+        runtime.sessions.new()  # the rule follows the session
         assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(kept)}).verdict == "ask"
         again = results_dir(runtime.session.path, runtime.session.id) / "call_1.txt"
         assert runtime.permissions.decide(TOOL["Read"], {"file_path": str(again)}).verdict == "allow"

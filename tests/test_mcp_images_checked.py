@@ -81,7 +81,7 @@ def config(workspace: Path, notes: Path, **kw: Any) -> Config:
 
 async def run_turn(runtime: Runtime, prompt: str) -> list[Any]:
     events = []
-    async with aclosing(runtime.run_turn(prompt)) as stream:
+    async with aclosing(runtime.turn.run(prompt)) as stream:
         async for event in stream:
             events.append(event)
     return events
@@ -102,7 +102,7 @@ async def test_a_bad_image_from_a_server_is_a_note_and_never_sent(workspace: Pat
     model = ScriptedModel.from_data([{"tool_calls": [call]}, "no picture then"])
     runtime = Runtime.create(config(workspace, notes), model=model)
     try:
-        assert await runtime.connect_mcp() == []
+        assert await runtime.mcp.connect() == []
         await run_turn(runtime, "look")
         second = model.requests[1]
         (result,) = [m["content"] for m in second if m["role"] == "tool"]
@@ -110,7 +110,7 @@ async def test_a_bad_image_from_a_server_is_a_note_and_never_sent(workspace: Pat
         assert result == f"[image: image/png, {len(GIF)} bytes]\n{note}"
         assert image_parts(second) == []
     finally:
-        await runtime.stop_mcp()
+        await runtime.mcp.stop()
         runtime.close()
 
 
@@ -130,7 +130,7 @@ async def test_an_image_the_models_server_refuses_is_dropped_and_the_session_goe
     async with FakeOpenAIServer(script) as server:
         runtime = Runtime.create(real_model(workspace, notes, server.base_url))
         try:
-            assert await runtime.connect_mcp() == []
+            assert await runtime.mcp.connect() == []
             events = await run_turn(runtime, "look")
             assert [type(e).__name__ for e in events if type(e).__name__ in ("Error", "TurnEnd")] == ["TurnEnd"]
             notice = next(e for e in events if type(e).__name__ == "Notice" and "refused" in e.text)
@@ -138,7 +138,7 @@ async def test_an_image_the_models_server_refuses_is_dropped_and_the_session_goe
             await run_turn(runtime, "and now?")
             path = runtime.session.path
         finally:
-            await runtime.stop_mcp()
+            await runtime.mcp.stop()
             runtime.close()
         refused, again, later = server.requests[1:]
         assert len(image_parts(refused["messages"])) == 1
@@ -210,11 +210,11 @@ async def test_a_refusal_that_was_not_the_images_keeps_them(workspace: Path, not
     async with FakeOpenAIServer(script) as server:
         runtime = Runtime.create(real_model(workspace, notes, server.base_url))
         try:
-            assert await runtime.connect_mcp() == []
+            assert await runtime.mcp.connect() == []
             events = await run_turn(runtime, "look")
             errors = [e for e in events if type(e).__name__ == "Error"]
             assert len(errors) == 1 and "something else is wrong" in errors[0].message
-            assert len(image_parts(runtime.history)) == 1
+            assert len(image_parts(runtime.sessions.history)) == 1
         finally:
-            await runtime.stop_mcp()
+            await runtime.mcp.stop()
             runtime.close()

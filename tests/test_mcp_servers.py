@@ -276,8 +276,8 @@ async def test_an_mcp_tools_image_follows_its_result_for_a_model_that_accepts_im
     model = ScriptedModel.from_data([{"tool_calls": [{"name": "mcp__t__picture", "arguments": {}}]}, "a red dot"])
     runtime = Runtime.create(config, model=model)
     try:
-        assert await runtime.connect_mcp() == []
-        async with aclosing(runtime.run_turn("look")) as events:
+        assert await runtime.mcp.connect() == []
+        async with aclosing(runtime.turn.run("look")) as events:
             async for _ in events:
                 pass
         second = model.requests[1]
@@ -293,7 +293,7 @@ async def test_an_mcp_tools_image_follows_its_result_for_a_model_that_accepts_im
         else:
             assert after == []
     finally:
-        await runtime.stop_mcp()
+        await runtime.mcp.stop()
         runtime.close()
 
 

@@ -50,7 +50,7 @@ async def test_an_mcp_call_asks_naming_the_server_and_s_allows_the_whole_server(
         await turn_done(pilot)
         screen = main_screen(app)
         assert [str(r) for r in screen.runtime.permissions.session_allow] == ["mcp__t"]
-        outputs = [m["content"] for m in screen.runtime.history if m["role"] == "tool"]
+        outputs = [m["content"] for m in screen.runtime.sessions.history if m["role"] == "tool"]
         assert outputs[0] == "from the model" and json.loads(outputs[1]) == {"count": 1, "items": [0]}
         await send(pilot, "/mcp")
         await wait_until(pilot, lambda: "MCP servers (1/1 connected)" in screen_text(app))

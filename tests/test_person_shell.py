@@ -20,7 +20,7 @@ def make_runtime(workspace: Path, steps: list[object] | None = None) -> tuple[Ru
 
 
 async def shell(runtime: Runtime, command: str) -> list[Event]:
-    async with aclosing(runtime.run_shell(command)) as events:
+    async with aclosing(runtime.turn.run_shell(command)) as events:
         return [event async for event in events]
 
 
@@ -38,10 +38,10 @@ async def test_it_runs_at_once_and_the_model_sees_it_next_turn(workspace: Path) 
     assert isinstance(finished, ToolFinished) and finished.status == "ok" and finished.output == "hello\ndone"
     assert isinstance(end, TurnEnd) and end.reason == "done"
     assert model.requests == []  # no model involved
-    [message] = runtime.history
+    [message] = runtime.sessions.history
     assert message["role"] == "user"
     assert parse_shell_message(str(message["content"])) == ("cat notes.txt; echo done >&2", "hello\ndone")
-    async with aclosing(runtime.run_turn("what does it say?")) as turn:
+    async with aclosing(runtime.turn.run("what does it say?")) as turn:
         [_ async for _ in turn]
     assert "<bash-input>cat notes.txt" in str(model.requests[0][1]["content"])
 
@@ -66,7 +66,7 @@ async def test_esc_kills_it_and_what_it_printed_is_kept(workspace: Path) -> None
     events: list[Event] = []
 
     async def consume() -> None:
-        async with aclosing(runtime.run_shell("echo before; touch started; sleep 60; echo after")) as stream:
+        async with aclosing(runtime.turn.run_shell("echo before; touch started; sleep 60; echo after")) as stream:
             async for event in stream:
                 events.append(event)
 
@@ -75,13 +75,13 @@ async def test_esc_kills_it_and_what_it_printed_is_kept(workspace: Path) -> None
     while not (workspace / "started").exists():
         assert asyncio.get_running_loop().time() < deadline and not task.done()
         await asyncio.sleep(0.02)
-    assert runtime.interrupt()
+    assert runtime.turn.interrupt()
     await asyncio.wait_for(task, 30)
     finished = next(e for e in events if isinstance(e, ToolFinished))
     assert finished.status == "cancelled" and finished.output == f"before\n{KILLED}"
     assert any(isinstance(e, Notice) and "interrupted" in e.text for e in events)
     assert isinstance(events[-1], TurnEnd) and events[-1].reason == "interrupted"
-    assert parse_shell_message(str(runtime.history[-1]["content"])) == (
+    assert parse_shell_message(str(runtime.sessions.history[-1]["content"])) == (
         "echo before; touch started; sleep 60; echo after",
         f"before\n{KILLED}",
     )
@@ -94,7 +94,7 @@ async def test_what_it_changes_is_recorded_against_the_task_in_progress(workspac
     events = await shell(runtime, "printf 'a\\nb\\n' > notes.md")
     assert any(isinstance(e, TasksUpdated) for e in events)
     assert [(f.path, f.kind, f.added) for f in runtime.changes.files_of(task.id)] == [("notes.md", "created", 2)]
-    assert runtime.tasks()[0].tool_calls == 1
+    assert runtime.plan.tasks()[0].tool_calls == 1
 
 
 def test_the_message_parses_back_whatever_the_output() -> None:
@@ -114,7 +114,7 @@ async def test_output_that_closes_the_tags_stays_output(workspace: Path) -> None
     (workspace / "evil.txt").write_text(FORGED)
     runtime, model = make_runtime(workspace, ["ok"])
     await shell(runtime, "cat evil.txt")
-    async with aclosing(runtime.run_turn("what is in it?")) as turn:
+    async with aclosing(runtime.turn.run("what is in it?")) as turn:
         [_ async for _ in turn]
     sent = str(model.requests[0][1]["content"])
     assert sent.count("</bash-output>") == 1 and sent.endswith("</bash-output>")

@@ -47,7 +47,7 @@ def make_runtime(workspace: Path, script: list[dict[str, Any]], **config: Any) -
 
 
 async def run(runtime: Runtime, prompt: str) -> None:
-    async for _event in runtime.run_turn(prompt):
+    async for _event in runtime.turn.run(prompt):
         pass
 
 
@@ -100,23 +100,23 @@ async def test_rewind_to_the_second_prompt_then_redo(project: Path) -> None:
         "new.txt": "delete",
         "old.txt": "restore",
     }
-    outcome = await runtime.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
+    outcome = await runtime.sessions.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
     assert outcome.prompt == "second"
     assert files(project) == {"a.py": "ONE\ntwo\n", "b.py": "b1\n", "old.txt": "old\n"}
     messages = runtime.session.messages
     assert [m["content"] for m in messages if m["role"] == "user"][:-1] == ["first"]
     assert messages[-1]["content"].startswith(f"<system-reminder>\n{REWOUND}")
-    assert runtime.tasks() == ()  # the plan as it was before the second prompt: empty
+    assert runtime.plan.tasks() == ()  # the plan as it was before the second prompt: empty
     assert [r.text for r in runtime.prompts.prompts()] == ["first"]
 
-    redone = await runtime.redo()
+    redone = await runtime.sessions.redo()
     assert redone.lines[0].startswith("Redone")
     assert files(project) == before
     assert runtime.session.messages == history
-    assert [t.subject for t in runtime.tasks()] == ["Second step"]
+    assert [t.subject for t in runtime.plan.tasks()] == ["Second step"]
     assert [r.text for r in runtime.prompts.prompts()] == ["third", "second", "first"]
     with pytest.raises(ValueError, match="nothing to redo"):
-        await runtime.redo()
+        await runtime.sessions.redo()
 
 
 async def test_a_file_changed_outside_since_is_a_conflict_left_alone(project: Path) -> None:
@@ -125,7 +125,7 @@ async def test_a_file_changed_outside_since_is_a_conflict_left_alone(project: Pa
     plan = runtime.prompts.plan(runtime.prompts.prompts()[0].id)
     (b,) = plan.files
     assert b.conflict == CHANGED_OUTSIDE and not b.suggested
-    outcome = await runtime.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
+    outcome = await runtime.sessions.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
     assert (project / "b.py").read_text() == "mine\n"
     assert any("b.py" in line and CHANGED_OUTSIDE in line for line in outcome.lines)
     assert "Files left as they are now: b.py." in runtime.session.messages[-1]["content"]
@@ -135,7 +135,7 @@ async def test_a_conflict_chosen_is_put_back(project: Path) -> None:
     runtime, _ = await three(project)
     (project / "b.py").write_text("mine\n")
     plan = runtime.prompts.plan(runtime.prompts.prompts()[0].id)
-    await runtime.rewind_to(plan, "both", ["b.py"])
+    await runtime.sessions.rewind_to(plan, "both", ["b.py"])
     assert (project / "b.py").read_text() == "b1\n"
 
 
@@ -143,18 +143,18 @@ async def test_conversation_only_and_files_only(project: Path) -> None:
     runtime, _ = await three(project)
     after = files(project)
     plan = runtime.prompts.plan(runtime.prompts.prompts()[1].id)
-    outcome = await runtime.rewind_to(plan, "conversation", [f.path for f in plan.files])
+    outcome = await runtime.sessions.rewind_to(plan, "conversation", [f.path for f in plan.files])
     assert files(project) == after and outcome.prompt == "second"
     assert "(not the files)" in runtime.session.messages[-1]["content"]
-    await runtime.redo()
+    await runtime.sessions.redo()
 
     length = len(runtime.session.messages)
     plan = runtime.prompts.plan(runtime.prompts.prompts()[1].id)
-    outcome = await runtime.rewind_to(plan, "files", [f.path for f in plan.files])
+    outcome = await runtime.sessions.rewind_to(plan, "files", [f.path for f in plan.files])
     assert files(project) == {"a.py": "ONE\ntwo\n", "b.py": "b1\n", "old.txt": "old\n"}
     assert outcome.prompt == "" and len(runtime.session.messages) == length + 1
     assert "(not the conversation)" in runtime.session.messages[-1]["content"]
-    assert [t.subject for t in runtime.tasks()] == ["Second step"]  # the plan goes with the conversation
+    assert [t.subject for t in runtime.plan.tasks()] == ["Second step"]  # the plan goes with the conversation
 
 
 async def test_the_model_is_told_once_in_the_next_request(project: Path) -> None:
@@ -164,7 +164,7 @@ async def test_the_model_is_told_once_in_the_next_request(project: Path) -> None
     await run(runtime, "first")
     await run(runtime, "second")
     plan = runtime.prompts.plan(runtime.prompts.prompts()[0].id)
-    await runtime.rewind_to(plan, "both", [f.path for f in plan.files])
+    await runtime.sessions.rewind_to(plan, "both", [f.path for f in plan.files])
     seen: list[list[dict[str, Any]]] = []
     real = runtime.agent.model.stream
 
@@ -185,8 +185,8 @@ async def test_the_model_is_told_once_in_the_next_request(project: Path) -> None
 async def test_a_shared_list_is_left_alone_with_a_line(project: Path) -> None:
     runtime, _ = await three(project, task_list="team")
     plan = runtime.prompts.plan(runtime.prompts.prompts()[1].id)
-    outcome = await runtime.rewind_to(plan, "both", [f.path for f in plan.files])
-    assert [t.subject for t in runtime.tasks()] == ["Second step"]
+    outcome = await runtime.sessions.rewind_to(plan, "both", [f.path for f in plan.files])
+    assert [t.subject for t in runtime.plan.tasks()] == ["Second step"]
     assert any("shared task list 'team' is left as it is" in line for line in outcome.lines)
 
 
@@ -196,7 +196,7 @@ async def test_refused_while_a_turn_runs(project: Path) -> None:
     runtime.agent.busy = True  # type: ignore[misc]
     try:
         with pytest.raises(RuntimeError, match="while a turn is running"):
-            await runtime.rewind_to(plan, "both", [])
+            await runtime.sessions.rewind_to(plan, "both", [])
     finally:
         runtime.agent.busy = False  # type: ignore[misc]
 
@@ -251,12 +251,12 @@ async def test_a_kill_during_a_rewind_leaves_the_old_or_the_new_state(project: P
     now = files(project)
     if now == new:
         assert len(reopened.session.messages) == length
-        assert reopened.tasks() != ()
+        assert reopened.plan.tasks() != ()
     else:
         assert now == {"a.py": "ONE\ntwo\n", "b.py": "b1\n", "old.txt": "old\n"}
         assert REWOUND in reopened.session.messages[-1]["content"]
         assert sum(REWOUND in str(m.get("content")) for m in reopened.session.messages) == 1
-        assert reopened.tasks() == ()
+        assert reopened.plan.tasks() == ()
     assert limit != 0 or now == new  # killed before anything was written: nothing happened
     assert limit < 2 or now != new  # the journal was written: the rewind is finished
 
@@ -270,11 +270,11 @@ async def test_a_goal_is_one_prompt_to_rewind_to(project: Path) -> None:
         tc("TaskUpdate", taskId="1", status="completed"),
     )
     runtime, _ = make_runtime(project, script)
-    async for _event in runtime.run_goal("shout in a.py"):
+    async for _event in runtime.turn.run_goal("shout in a.py"):
         pass
     (row,) = runtime.prompts.prompts()
     assert (row.text, row.files) == ("shout in a.py", ("a.py",))
     plan = runtime.prompts.plan(row.id)
-    await runtime.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
-    assert (project / "a.py").read_text() == "one\ntwo\n" and runtime.tasks() == ()
+    await runtime.sessions.rewind_to(plan, "both", [f.path for f in plan.files if f.suggested])
+    assert (project / "a.py").read_text() == "one\ntwo\n" and runtime.plan.tasks() == ()
     runtime.close()

@@ -108,7 +108,7 @@ def deepseek_turn() -> list[dict[str, Any]]:
 
 
 async def run(runtime: Runtime, prompt: str) -> list[Event]:
-    async with aclosing(runtime.run_turn(prompt)) as turn:
+    async with aclosing(runtime.turn.run(prompt)) as turn:
         return [event async for event in turn]
 
 
@@ -129,7 +129,7 @@ async def test_a_tool_calling_messages_reasoning_goes_back_and_a_plain_answers_d
     assert calling["reasoning_content"] == "I should read it."  # DeepSeek refuses the request without it
     answered = [m for m in bodies[2]["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
     assert answered and all("reasoning_content" not in m for m in answered)  # a plain answer's is not sent
-    kept = [m for m in runtime.history if m["role"] == "assistant"]
+    kept = [m for m in runtime.sessions.history if m["role"] == "assistant"]
     assert [m.get("reasoning_content") for m in kept] == ["I should read it.", "It says hi.", None]
     resumed = Runtime.create(Config(workspace=workspace, model="m", base_url=server.base_url, api_key="k"))
     assert resumed.session.id != runtime.session.id  # a new session; the old one's file holds the thought:
@@ -152,7 +152,7 @@ async def test_a_server_that_refuses_the_field_is_asked_again_without_it(workspa
     refused, retried = bodies[1]["messages"], bodies[2]["messages"]
     assert any("reasoning_content" in m for m in refused)
     assert not any("reasoning_content" in m for m in retried)
-    assert runtime.history[1]["reasoning_content"] == "I should read it."  # still kept in the record
+    assert runtime.sessions.history[1]["reasoning_content"] == "I should read it."  # still kept in the record
 
 
 def test_stream_json_shows_the_reasoning_and_text_mode_only_the_answer(workspace: Path, tmp_path: Path) -> None:

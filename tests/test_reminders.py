@@ -267,6 +267,6 @@ async def test_a_panel_edit_is_announced_once_however_often_the_session_is_resum
     await turn(first)
     for _ in range(2):  # `--continue`, twice
         await turn(Runtime.create(config, continue_latest=True, model=ScriptedModel.from_data(["ok"])))
-    history = Runtime.create(config, continue_latest=True).history
+    history = Runtime.create(config, continue_latest=True).sessions.history
     announced = [m for m in history if m["role"] == "user" and USER_EDITED in str(m["content"])]
     assert len(announced) == 1 and 'added #1 "Write the docs"' in announced[0]["content"]

@@ -261,7 +261,7 @@ async def test_a_command_that_changes_files_with_no_task_in_progress_is_seen_too
     runtime = Runtime.create(
         Config(workspace=workspace, model="script:test", permission_mode="bypassPermissions"), model=model
     )
-    async with aclosing(runtime.run_turn("make it")) as stream:
+    async with aclosing(runtime.turn.run("make it")) as stream:
         events = [e async for e in stream]
     assert [e.headline for e in events if isinstance(e, Reminded)][:1] == [
         f"{UNTRACKED} conf/app.toml. Mark the task this work belongs to in_progress (open: #1), or add one for it."

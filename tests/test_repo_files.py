@@ -314,8 +314,8 @@ WATCHER = textwrap.dedent(
 
     async def turn():
         runtime.startup_notices()
-        runtime.custom_commands()
-        async with aclosing(runtime.run_turn("/a")) as events:  # a command, then a sub-agent
+        runtime.turn.commands()
+        async with aclosing(runtime.turn.run("/a")) as events:  # a command, then a sub-agent
             async for _ in events:
                 pass
 

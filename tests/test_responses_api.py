@@ -26,7 +26,7 @@ READ = {"name": "Read", "arguments": {"file_path": "notes.txt"}, "id": "call_r1"
 
 
 async def run(runtime: Runtime, prompt: str) -> list[Event]:
-    async with aclosing(runtime.run_turn(prompt)) as turn:
+    async with aclosing(runtime.turn.run(prompt)) as turn:
         return [event async for event in turn]
 
 
@@ -58,7 +58,7 @@ async def test_a_tool_using_turn_over_the_responses_api_keeps_the_encrypted_thou
     assert kinds[1:4] == ["reasoning", "function_call", "function_call_output"]
     assert second["input"][1]["encrypted_content"] == "gAAAA-secret"  # the thought goes back with its call
     assert second["input"][3]["output"].strip().endswith("hi")
-    kept = [m for m in runtime.history if m["role"] == "assistant"]
+    kept = [m for m in runtime.sessions.history if m["role"] == "assistant"]
     assert kept[0]["reasoning_content"] == "Read the notes first." and kept[0]["reasoning_items"][0]["id"] == "rs_0"
 
 

@@ -213,7 +213,7 @@ async def test_a_new_session_starts_with_none_running(workspace: Path) -> None:
         [e async for e in stream]
     old = runtime.shells.shells["bash_1"]
     assert old.proc is not None and told == [1]
-    runtime.new_session()  # /new
+    runtime.sessions.new()  # /new
     assert await wait_for(lambda: not alive(old.proc.pid))  # type: ignore[union-attr]
     assert runtime.shells.shells == {} and runtime.shells.listeners  # the front end still hears
     runtime.close()

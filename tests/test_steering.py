@@ -69,7 +69,7 @@ async def test_it_arrives_after_the_running_batch_and_the_history_stays_valid(wo
     assert validate_request({"model": "m", "messages": second}) == []
     steered = [e for e in events if isinstance(e, Steered)]
     assert steered == [Steered("also check the README")] and isinstance(events[-1], TurnEnd)
-    assert runtime.agent.steering == []
+    assert runtime.turn.steering == []
     runtime.close()
 
 
@@ -117,7 +117,7 @@ async def test_what_a_turn_ends_without_delivering_stays_for_the_next(workspace:
     model = Steering([{"error": "server", "message": "bad request"}], lambda: holder["r"].agent.steer("later"))
     runtime = holder["r"] = runtime_for(workspace, model)
     await run(runtime, "go")
-    assert runtime.agent.steering == ["later"]
+    assert runtime.turn.steering == ["later"]
     runtime.close()
 
 
@@ -138,7 +138,7 @@ async def test_alt_enter_sends_it_now_and_enter_queues(workspace: Path) -> None:
         await pilot.press("alt+enter")
         prompt.text = "and this after"  # type: ignore[attr-defined]
         await pilot.press("enter")
-        await wait_until(pilot, lambda: screen.runtime.agent.steering == ["and this, now"])
+        await wait_until(pilot, lambda: screen.runtime.turn.steering == ["and this, now"])
         (workspace / "go").unlink()
         await wait_until(
             pilot, lambda: any(getattr(e, "text", "") == "Queued one answered." for e in screen.conversation.entries)
@@ -149,7 +149,7 @@ async def test_alt_enter_sends_it_now_and_enter_queues(workspace: Path) -> None:
         assert entries[now + 1] == NoticeEntry(STEERED_NOTE, "dim")
         texts = [getattr(e, "text", "") for e in entries]
         assert texts.index("Saw both.") < texts.index("and this after") < texts.index("Queued one answered.")
-        history = screen.runtime.history
+        history = screen.runtime.sessions.history
         assert [m["content"] for m in history if m["role"] == "user"][:3] == [
             "start",
             "and this, now",

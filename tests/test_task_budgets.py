@@ -100,14 +100,14 @@ async def test_a_raise_by_the_model_is_refused_and_the_persons_raise_is_told(wor
     raised, lowered = finished_outputs(events, "TaskUpdate")
     assert raised.status == "error" and "you may lower a budget, not raise it" in raised.output
     assert lowered.status == "ok"
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.budget == Budget(3, 0, 10.0)
     await runtime.store.user_set_budget("1", budgets.parse("40 requests"))
     assert runtime.store.snapshot()[0].budget == Budget(requests=40)
     await runtime.store.user_set_budget("1", None)
     assert runtime.store.snapshot()[0].budget is None
     assert runtime.store.take_user_changes() == ("set #1's budget to 40 requests", "removed #1's budget")
-    history = [v.what for v in runtime.store.versions()]
+    history = [v.what for v in runtime.plan.versions()]
     assert "#1 budget 3 requests, 10 min" in history
 
 
@@ -138,7 +138,7 @@ async def test_a_per_task_budget_stops_a_child_which_comes_back_partial(workspac
     assert ended.turns == 2 and ended.files == ("half.txt  +1 −0 (created)",)
     (result,) = results(events)
     assert "[general-1] partial (task #1's budget is used up (2/2 requests))" in result.output
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert (task.status, task.owner, task.requests) == ("pending", "", 2)
     assert [(a.outcome, a.files) for a in task.attempts] == [("partial", ("half.txt  +1 −0 (created)",))]
 
@@ -165,7 +165,7 @@ async def test_the_main_agent_is_told_then_the_turn_stops_when_it_goes_on(worksp
     end = events[-1]
     assert isinstance(end, TurnEnd) and end.reason == "budget"
     assert len(model.requests) == 5
-    assert runtime.tasks()[0].requests == 3
+    assert runtime.plan.tasks()[0].requests == 3
 
 
 async def test_setting_the_task_aside_once_told_lets_the_turn_go_on(workspace: Path) -> None:
@@ -184,7 +184,7 @@ async def test_setting_the_task_aside_once_told_lets_the_turn_go_on(workspace: P
     events = await run(runtime, "go")
     end = events[-1]
     assert isinstance(end, TurnEnd) and (end.reason, end.final_text) == ("done", "set it aside")
-    assert runtime.tasks()[0].status == "pending"
+    assert runtime.plan.tasks()[0].status == "pending"
 
 
 def test_headless_exits_6_with_reason_budget(workspace: Path, tmp_path: Path) -> None:

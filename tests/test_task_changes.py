@@ -108,7 +108,7 @@ async def test_each_task_has_its_own_exact_diff(project: Path) -> None:
     runtime.session.close()
     again = make_runtime(project, continue_latest=True)
     assert again.changes.diff("1") == changes.diff("1")
-    assert again.task_files()["3"] == ["a.py  +0 −1", "old.txt  +0 −2 (deleted)"]
+    assert again.plan.task_files()["3"] == ["a.py  +0 −1", "old.txt  +0 −2 (deleted)"]
 
 
 async def test_nothing_is_recorded_without_a_task_in_progress(project: Path) -> None:
@@ -170,13 +170,13 @@ async def test_what_an_interrupted_command_changed_is_still_the_tasks(project: P
     while not (project / "started.flag").exists():
         assert asyncio.get_running_loop().time() < deadline and not turn.done()
         await asyncio.sleep(0.02)
-    assert runtime.interrupt()
+    assert runtime.turn.interrupt()
     await turn
     files = {f.path: (f.kind, f.added, f.removed) for f in runtime.changes.files_of("1")}
     assert files == {"made.txt": ("created", 1, 0), "a.py": ("modified", 1, 1), "started.flag": ("created", 0, 0)}
-    assert runtime.tasks()[0].tool_calls == 1
-    plan = await runtime.plan_rewind("1")
-    await runtime.rewind(plan, [f.path for f in plan.files])
+    assert runtime.plan.tasks()[0].tool_calls == 1
+    plan = await runtime.plan.plan_rewind("1")
+    await runtime.plan.rewind(plan, [f.path for f in plan.files])
     assert not (project / "made.txt").exists() and (project / "a.py").read_text() == A
 
 
@@ -187,7 +187,7 @@ async def test_a_file_too_big_to_keep_is_counted_with_a_note(project: Path) -> N
     await run(runtime)
     assert [f.path for f in runtime.changes.files_of("1")] == ["big.bin"]
     assert "too big to keep (1.0 MB; the limit is 1.0 MB)" in runtime.changes.diff("1")
-    plan = await runtime.plan_rewind("1")
+    plan = await runtime.plan.plan_rewind("1")
     assert plan.files[0].action == "unavailable" and "too big" in plan.files[0].note
     blobs = runtime.session.path.with_name(runtime.session.id + ".blobs")
     assert not blobs.exists() or all(p.stat().st_size <= MAX_KEEP_BYTES for p in blobs.iterdir())
@@ -209,19 +209,19 @@ async def test_blobs_are_stored_once_per_content(project: Path) -> None:
 async def test_rewind_without_a_later_change_restores_and_tells_the_model_once(project: Path) -> None:
     runtime = make_runtime(project, [*three_tasks()[:-1], {"text": "ok"}, {"text": "again"}, {"text": "third"}])
     await run(runtime)
-    plan = await runtime.plan_rewind("2")
+    plan = await runtime.plan.plan_rewind("2")
     assert [(f.path, f.action, f.conflict) for f in plan.files] == [("b.py", "restore", "")]
-    text = await runtime.rewind(plan, [f.path for f in plan.files if f.suggested])
+    text = await runtime.plan.rewind(plan, [f.path for f in plan.files if f.suggested])
     assert (project / "b.py").read_text() == B
     assert runtime.store.get("2").status == "pending"  # type: ignore[union-attr]
     assert runtime.changes.files_of("2") == ()
     assert text == 'rewound #2 "Touch b": restored b.py to their state before the task; the task is pending again'
     await run(runtime, "next")
     await run(runtime, "and next")
-    told = [m for m in runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+    told = [m for m in runtime.sessions.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
     assert len(told) == 1 and text in str(told[0]["content"])
     # Recorded in the session: the plan history and the record of changes.
-    assert runtime.store.versions()[-1].what == text
+    assert runtime.plan.versions()[-1].what == text
     assert runtime.changes.rewinds[-1]["restored"] == ["b.py"]
 
 
@@ -229,7 +229,7 @@ async def test_rewind_with_a_later_change_shows_the_conflict_and_changes_only_wh
     runtime = make_runtime(project, three_tasks())
     await run(runtime)
     (project / "notes.txt").write_text("n1\nn2\nmine\n")  # the person, after the tasks
-    plan = await runtime.plan_rewind("1")
+    plan = await runtime.plan.plan_rewind("1")
     by_path = {f.path: f for f in plan.files}
     assert by_path["a.py"].conflict == "changed later by task #3"
     assert by_path["a.py"].diff == ("--- task #1 left\n+++ now\n@@ -1,4 +1,3 @@\n alpha\n BETA\n beta2\n-gamma\n")
@@ -237,11 +237,11 @@ async def test_rewind_with_a_later_change_shows_the_conflict_and_changes_only_wh
     assert not any(f.suggested for f in plan.files)
     # Confirmed for nothing: nothing changes.
     before = contents(project)
-    await runtime.rewind(plan, [])
+    await runtime.plan.rewind(plan, [])
     assert contents(project) == before
     # Confirmed for a.py only: a.py goes back to before task #1; notes.txt stays.
-    plan = await runtime.plan_rewind("1")
-    text = await runtime.rewind(plan, ["a.py"])
+    plan = await runtime.plan.plan_rewind("1")
+    text = await runtime.plan.rewind(plan, ["a.py"])
     assert (project / "a.py").read_text() == A
     assert (project / "notes.txt").read_text() == "n1\nn2\nmine\n"
     assert "left as they are: notes.txt (changed since the task" in text
@@ -251,17 +251,17 @@ async def test_rewind_with_a_later_change_shows_the_conflict_and_changes_only_wh
 async def test_rewind_deletes_what_the_task_created_and_brings_back_what_it_deleted(project: Path) -> None:
     runtime = make_runtime(project, three_tasks())
     await run(runtime)
-    plan = await runtime.plan_rewind("3")
+    plan = await runtime.plan.plan_rewind("3")
     assert {f.path: f.action for f in plan.files} == {"a.py": "restore", "old.txt": "restore"}
-    await runtime.rewind(plan, [f.path for f in plan.files])
+    await runtime.plan.rewind(plan, [f.path for f in plan.files])
     assert (project / "old.txt").read_text() == "old\nstuff\n"
     assert (project / "a.py").read_text() == "alpha\nBETA\nbeta2\ngamma\n"
-    plan = await runtime.plan_rewind("1")
+    plan = await runtime.plan.plan_rewind("1")
     assert {f.path: (f.action, f.conflict) for f in plan.files} == {
         "a.py": ("restore", ""),
         "notes.txt": ("delete", ""),
     }
-    await runtime.rewind(plan, [f.path for f in plan.files])
+    await runtime.plan.rewind(plan, [f.path for f in plan.files])
     assert not (project / "notes.txt").exists()
     assert (project / "a.py").read_text() == A
 
@@ -319,7 +319,7 @@ async def test_kill_9_during_a_rewind_leaves_the_old_or_the_new_state(project: P
     else:
         assert now == old
         assert task.status == "pending" and reopened.changes.files_of("1") == ()
-        assert sum(1 for v in reopened.store.versions() if v.extra.get("rewind")) == 1
+        assert sum(1 for v in reopened.plan.versions() if v.extra.get("rewind")) == 1
         assert len(reopened.store.take_user_changes()) == 1
         await reopened.store.drain()
     assert limit != 0 or now == new  # killed before the journal: nothing happened
@@ -364,11 +364,11 @@ async def test_history_records_model_and_person_changes_and_undo_round_trips(wor
     # On disk: the log and the list agree, and a resumed session has the same history.
     runtime.session.close()
     again = make_runtime(workspace, continue_latest=True)
-    assert again.store.versions() == store.versions()
+    assert again.plan.versions() == store.versions()
     assert again.store.snapshot() == store.snapshot()
     lines = task_history.history_path(runtime.session.tasks_path).read_text().splitlines()
     assert [json.loads(line)["version"] for line in lines] == list(range(1, 12))
-    rendered = task_history.render(again.store.versions())
+    rendered = task_history.render(again.plan.versions())
     assert "v11" in rendered and "person  undid" in rendered and "☐#1" in rendered
 
 
@@ -399,9 +399,9 @@ async def test_sessions_without_the_new_files_still_load(workspace: Path) -> Non
     tasks.write_text(json.dumps(document))
     again = make_runtime(workspace, continue_latest=True)
     assert [t.subject for t in again.store.snapshot()] == ["Old"]
-    assert again.store.versions() == () and again.changes.records == {}
+    assert again.plan.versions() == () and again.changes.records == {}
     await again.store.user_add("New")
-    assert [v.version for v in again.store.versions()] == [1]
+    assert [v.version for v in again.plan.versions()] == [1]
 
 
 def test_a_broken_record_of_changes_is_set_aside_with_a_warning(tmp_path: Path) -> None:
@@ -463,11 +463,11 @@ async def test_a_rewind_never_writes_or_deletes_through_a_symlinked_folder(proje
     )
     runtime = make_runtime(project, script)
     await run(runtime)
-    plan = await runtime.plan_rewind("1")
+    plan = await runtime.plan.plan_rewind("1")
     assert {f.path: f.action for f in plan.files if f.path.startswith("sub/")} == {
         "sub/keys": "unavailable",
         "sub/conf": "unavailable",
     }
-    await runtime.rewind(plan, [f.path for f in plan.files])
+    await runtime.plan.rewind(plan, [f.path for f in plan.files])
     assert (outside / "keys").read_text() == "the person's own keys\n"
     assert (outside / "conf").read_text() == "the person's own conf\n"

@@ -61,14 +61,14 @@ async def test_a_failing_check_refuses_completion_and_a_pass_after_the_fix_verif
     assert refused.is_error and "FAILED test_api: fixed.txt is missing" in refused.output
     assert "exit code 1" in refused.output and "stays in_progress" in refused.output
     assert "verified" in accepted.output and not accepted.is_error
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status == "completed" and task.verified
     assert [run.exit for run in task.checks] == [1, 0] and "1 passed" in task.checks[-1].tail
     model.assert_complete()
     # Kept on disk: a reopened list knows the task is verified and its runs.
     reopened = TaskStore.load(runtime.session.tasks_path).snapshot()[0]
     assert reopened.verified and [r.exit for r in reopened.checks] == [1, 0]
-    history = [v.what for v in runtime.store.versions()]
+    history = [v.what for v in runtime.plan.versions()]
     assert any("check failed (exit 1)" in what for what in history) and any("check passed" in what for what in history)
 
 
@@ -85,7 +85,7 @@ async def test_completing_in_one_call_with_a_new_check_runs_it(workspace: Path) 
     runtime, _ = runtime_for(workspace, script, allow=[f"Bash({CHECK})"])
     events = await run(runtime, "go")
     assert outputs(events, "TaskUpdate")[0].is_error
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status == "in_progress" and task.verify == CHECK and not task.verified
 
 
@@ -105,7 +105,7 @@ async def test_setting_a_check_asks_as_its_command_would_and_no_refuses_it(works
     assert request.preview == "true" and request.preview_kind == "command"
     assert request.suggested_rule.startswith("Bash(true") and "check" in request.summary
     assert outputs(events, "TaskCreate")[0].status == "denied"
-    assert runtime.tasks() == ()  # an empty or trivial check asks too; declined, nothing is made
+    assert runtime.plan.tasks() == ()  # an empty or trivial check asks too; declined, nothing is made
 
 
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan"])
@@ -115,14 +115,14 @@ async def test_headless_denies_setting_a_check_no_rule_allows(workspace: Path, m
     events = await run(runtime, "go")
     (created,) = outputs(events, "TaskCreate")
     assert created.status == "denied" and "allow rule `Bash(pytest:*)`" in created.output
-    assert runtime.tasks() == ()
+    assert runtime.plan.tasks() == ()
 
 
 async def test_plan_mode_may_set_a_check_a_rule_allows(workspace: Path) -> None:
     script = {"steps": [{"tool_calls": [call("TaskCreate", subject="Prove it", verify="pytest -q")]}, {"text": "x"}]}
     runtime, _ = runtime_for(workspace, script, permission_mode="plan", allow=["Bash(pytest:*)"])
     await run(runtime, "plan it")
-    assert [t.verify for t in runtime.tasks()] == ["pytest -q"]
+    assert [t.verify for t in runtime.plan.tasks()] == ["pytest -q"]
 
 
 async def test_a_deny_rule_wins_when_the_check_is_set_and_again_when_it_runs(workspace: Path) -> None:
@@ -141,7 +141,7 @@ async def test_a_deny_rule_wins_when_the_check_is_set_and_again_when_it_runs(wor
     runtime.permissions.deny.append(Rule.parse("Bash(python3:*)"))  # a rule added after the check was set
     (completion,) = outputs(await run(runtime, "finish"), "TaskUpdate")
     assert completion.is_error and "Bash(python3:*)" in completion.output and "cannot run" in completion.output
-    assert [(t.subject, t.status) for t in runtime.tasks()] == [("B", "pending")]
+    assert [(t.subject, t.status) for t in runtime.plan.tasks()] == [("B", "pending")]
 
 
 async def test_a_check_that_hangs_is_killed_at_its_limit(workspace: Path) -> None:
@@ -158,7 +158,7 @@ async def test_a_check_that_hangs_is_killed_at_its_limit(workspace: Path) -> Non
     assert time.monotonic() - started < 15
     refused = outputs(events, "TaskUpdate")[0]
     assert refused.is_error and "did not finish within its limit" in refused.output
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status == "in_progress" and task.checks[-1].exit is None and task.check_running is None
 
 
@@ -182,11 +182,11 @@ async def test_an_interrupt_kills_a_running_check_and_leaves_the_task_open(works
     runtime.store.check_started = started  # type: ignore[method-assign]
     turn = asyncio.create_task(run(runtime, "go"))
     await asyncio.wait_for(recorded.wait(), 20)
-    running = runtime.tasks()[0].check_running
+    running = runtime.plan.tasks()[0].check_running
     assert running is not None
-    runtime.interrupt()
+    runtime.turn.interrupt()
     await asyncio.wait_for(turn, 20)
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status != "completed" and task.checks[-1].exit is None and task.check_running is None
     wait_for(lambda: not group_alive(running.pgid), 10)  # SIGKILLed: gone once the kernel has torn it down
 
@@ -211,7 +211,7 @@ async def test_todowrite_runs_the_check_of_an_item_it_completes(workspace: Path)
     writes = outputs(events, "TodoWrite")
     assert writes[1].is_error and "fixed.txt is missing" in writes[1].output and "unchanged" in writes[1].output
     assert not writes[2].is_error and "verified" in writes[2].output
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.verified and task.verify == CHECK
 
 
@@ -238,7 +238,7 @@ async def test_dropping_a_todo_item_that_has_a_check_asks(workspace: Path) -> No
     assert [r.preview for r in asked] == ["pytest -q", "pytest -q"]
     dropped = outputs(events, "TodoWrite")[1]
     assert dropped.status == "denied" and "keep it" in dropped.output
-    assert [t.subject for t in runtime.tasks()] == ["Fix the API"]
+    assert [t.subject for t in runtime.plan.tasks()] == ["Fix the API"]
 
 
 async def test_a_child_that_claims_its_task_with_nothing_done_comes_back_unverified(workspace: Path) -> None:
@@ -261,7 +261,7 @@ async def test_a_child_that_claims_its_task_with_nothing_done_comes_back_unverif
     assert ended.status == "unverified" and "no tool call besides the task tools" in ended.reason
     (result,) = results(events)
     assert "[general-1] unverified" in result.output and result.is_error
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status == "pending" and task.attempts[-1].outcome == "unverified"
 
 
@@ -288,7 +288,7 @@ async def test_a_childs_task_with_a_check_is_completed_only_through_it(workspace
     runtime, _ = runtime_for(workspace, script, permission_mode="acceptEdits", allow=[f"Bash({CHECK})"])
     events = await run(runtime, "go")
     assert finished(events)["general-1"].status == "completed"
-    (task,) = runtime.tasks()
+    (task,) = runtime.plan.tasks()
     assert task.status == "completed" and task.verified and [r.exit for r in task.checks] == [1, 0]
 
 

@@ -146,7 +146,7 @@ async def test_effort_is_set_with_a_command_and_shown_in_the_status_line(workspa
         await send(pilot, "/effort low")
         await wait_until(pilot, lambda: "reasoning effort: low" in screen_text(app))
         assert "(low)" in status._model_name and app.runtime is not None
-        assert app.runtime.model.reasoning_effort == "low"
+        assert app.runtime.reasoning_effort == "low"
         await send(pilot, "/effort default")
         await wait_until(pilot, lambda: "reasoning effort: the server's default" in screen_text(app))
         assert "(" not in status._model_name

@@ -460,8 +460,8 @@ async def test_a_post_tool_use_formatter_does_not_make_the_next_edit_stale(works
     formatter = HookSpec("PostToolUse", "printf '# formatted\\n' >> app.py", matcher="Edit")
     config = Config(workspace=workspace, model="script:x", permission_mode="acceptEdits", hooks=[formatter])
     runtime = Runtime.create(config, model=ScriptedModel.from_data(steps))
-    async with aclosing(runtime.run_turn("edit twice")) as turn:
+    async with aclosing(runtime.turn.run("edit twice")) as turn:
         [_ async for _ in turn]
-    results = [str(m["content"]) for m in runtime.history if m["role"] == "tool"]
+    results = [str(m["content"]) for m in runtime.sessions.history if m["role"] == "tool"]
     assert not any("changed since you last read it" in r for r in results), results
     assert (workspace / "app.py").read_text().startswith("x = 10\ny = 20\n")

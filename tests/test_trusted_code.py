@@ -110,8 +110,8 @@ def _project_hook(workspace: Path, command: str = "sh hooks/check.sh") -> None:
 def _accept_project_hooks(workspace: Path) -> None:
     runtime = Runtime.create(load_config(workspace, flags={"model": "script:none.json"}))
     try:
-        assert runtime.untrusted_project_hooks  # asked first
-        runtime.trust_project_hooks()
+        assert runtime.trust.untrusted_hooks  # asked first
+        runtime.trust.accept_hooks()
     finally:
         runtime.close()
 
@@ -171,7 +171,7 @@ def test_a_hook_whose_script_changed_is_not_run_as_trusted(workspace: Path, tmp_
     # And the next start asks again: the accepted fingerprint covered the old script.
     runtime = Runtime.create(load_config(workspace, flags={"model": "script:none.json"}))
     try:
-        assert runtime.untrusted_project_hooks
+        assert runtime.trust.untrusted_hooks
     finally:
         runtime.close()
 

@@ -77,7 +77,7 @@ async def test_three_children_ask_at_once_and_each_approval_is_answered_in_turn(
         # Each answer went to its own call only.
         assert (workspace / "f1.txt").read_text() == "1\n" and (workspace / "f3.txt").read_text() == "3\n"
         assert not (workspace / "f2.txt").exists()
-        assert [t.status for t in app.runtime.tasks()] == ["completed", "pending", "completed"]  # type: ignore[union-attr]
+        assert [t.status for t in app.runtime.plan.tasks()] == ["completed", "pending", "completed"]  # type: ignore[union-attr]
 
 
 async def test_the_task_row_shows_its_child_o_opens_its_transcript_live_and_x_stops_it(workspace: Path) -> None:
@@ -130,8 +130,8 @@ async def test_the_task_row_shows_its_child_o_opens_its_transcript_live_and_x_st
         assert "general-1 · #1: its own transcript" in screen_text(app)
         screen.panel.list_view.focus()
         await pilot.press("x")
-        await wait_until(pilot, lambda: app.runtime.team.children["general-1"].phase == "done")  # type: ignore[union-attr]
-        assert app.runtime.team.children["general-2"].phase == "running"  # type: ignore[union-attr]
+        await wait_until(pilot, lambda: app.runtime.team_runner.children["general-1"].phase == "done")  # type: ignore[union-attr]
+        assert app.runtime.team_runner.children["general-2"].phase == "running"  # type: ignore[union-attr]
         await wait_until(
             pilot,
             lambda: any(
@@ -144,7 +144,7 @@ async def test_the_task_row_shows_its_child_o_opens_its_transcript_live_and_x_st
         release.set()
         await turn_done(pilot)
         await wait_settled(pilot)
-        tasks = app.runtime.tasks()
+        tasks = app.runtime.plan.tasks()
         assert [(t.status, t.attempts[-1].outcome) for t in tasks] == [
             ("pending", "cancelled"),
             ("completed", "completed"),

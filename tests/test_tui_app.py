@@ -281,7 +281,7 @@ async def test_escape_interrupts_mid_stream(workspace: Path) -> None:
         assert screen.conversation.live is None
         assert AssistantEntry("Let me think about th") in screen.conversation.entries
         assert any("interrupted" in n for n in notices(app))
-        history = screen.runtime.history
+        history = screen.runtime.sessions.history
         assert history[-1]["role"] == "assistant" and "interrupted" in history[-1]["content"]
         assert not screen.runtime.agent.busy
 
@@ -297,7 +297,7 @@ async def test_escape_interrupts_a_running_bash(workspace: Path) -> None:
         await turn_done(pilot)
         (tool,) = tools(app)
         assert tool.status == "cancelled"
-        history = screen.runtime.history
+        history = screen.runtime.sessions.history
         assert history[-1]["role"] == "tool" and history[-1]["tool_call_id"] == "call_bash"
 
 
@@ -357,7 +357,9 @@ async def test_reminders_are_one_folded_line_each_live_and_resumed(workspace: Pa
         await send(pilot, "read")
         await turn_done(pilot)
         screen = main_screen(first)
-        sent = [str(m["content"]) for m in screen.runtime.history if "<system-reminder>" in str(m.get("content"))]
+        sent = [
+            str(m["content"]) for m in screen.runtime.sessions.history if "<system-reminder>" in str(m.get("content"))
+        ]
         assert len(sent) >= 2  # the interval's, with nothing in progress
         live = [e for e in _entries(first) if isinstance(e, ReminderEntry)]
         assert [f"<system-reminder>\n{e.content}\n</system-reminder>" for e in live] == sent

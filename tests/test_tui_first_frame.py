@@ -74,7 +74,7 @@ async def test_the_first_frame_takes_keys_before_the_runtime_and_sends_them_afte
             screen = main_screen(app)
             await wait_until(pilot, lambda: "hello back" in screen_text(app))
             assert screen.query_one(PromptInput).text == "more"  # the draft, not sent
-            assert [m["content"] for m in screen.runtime.history if m["role"] == "user"] == ["hello"]
+            assert [m["content"] for m in screen.runtime.sessions.history if m["role"] == "user"] == ["hello"]
 
 
 async def test_the_first_frame_shows_the_keys_that_work_and_shift_tab_is_one(workspace: Path) -> None:

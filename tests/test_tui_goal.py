@@ -48,7 +48,7 @@ async def test_goal_runs_to_verified_without_another_prompt_and_the_status_line_
         assert answers == ["I think it is fine.", "Fixed and proven."]  # each once: the goal's standing cuts none
         (row,) = screen.panel.list_view.query_children(TaskItem)
         assert row.task_value.verified and row.has_class("-verified")
-        assert [m["content"] for m in screen.runtime.history if m["content"] == TERMS] == [TERMS]
+        assert [m["content"] for m in screen.runtime.sessions.history if m["content"] == TERMS] == [TERMS]
         assert not screen.query_one("#status-goal").display
 
 

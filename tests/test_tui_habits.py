@@ -88,7 +88,7 @@ async def test_at_completion_ranks_honours_gitignore_and_attaches(workspace: Pat
         await turn_done(pilot)
         fold = next(e for e in entries(app) if isinstance(e, FoldEntry))
         assert (fold.label, fold.detail) == ("@src/posts.py", "2 lines")
-        sent = [m["content"] for m in main_screen(app).runtime.history if m["role"] == "user"]
+        sent = [m["content"] for m in main_screen(app).runtime.sessions.history if m["role"] == "user"]
         assert sent[0] == "explain @src/posts.py please"
         assert "print('hello from src/posts.py')" in sent[1]
         assert "one line" not in screen_text(app) and "@src/posts.py  2 lines" in screen_text(app)
@@ -127,7 +127,7 @@ async def test_what_cannot_be_attached_says_why(workspace: Path, tmp_path: Path)
         assert warnings[1].startswith("@huge.log: not attached: 3000 lines is more than the 2,000")
         assert warnings[2] == f"@{outside}: not attached: it is outside the workspace"
         assert len(warnings) == 3  # a path that does not exist is plain text
-        told = main_screen(app).runtime.history[1]["content"]
+        told = main_screen(app).runtime.sessions.history[1]["content"]
         assert "logo.png" in told and "secret" not in told
 
 
@@ -191,7 +191,7 @@ async def test_a_bang_command_runs_now_and_the_model_sees_it(workspace: Path) ->
         assert not isinstance(app.screen, ApprovalScreen)  # the person's own command: nothing to approve
         await send(pilot, "what does it say?")
         await turn_done(pilot)
-        history = main_screen(app).runtime.history
+        history = main_screen(app).runtime.sessions.history
         assert (
             history[0]["content"]
             == "<bash-input>cat notes.txt</bash-input>\n<bash-output>\nremember the milk\n</bash-output>"
@@ -249,7 +249,7 @@ async def test_custom_commands_from_all_three_places(workspace: Path) -> None:
         ]
         await send(pilot, '/standup "the login fix" tests')
         await turn_done(pilot)
-        last = main_screen(app).runtime.history[-2]["content"]
+        last = main_screen(app).runtime.sessions.history[-2]["content"]
         assert last.endswith("Write my standup from the login fix and tests.")
         await send(pilot, "/help")
         await wait_until(pilot, lambda: "Your commands" in screen_text(app))
@@ -274,7 +274,7 @@ async def test_a_project_commands_shell_lines_ask_once_per_version(workspace: Pa
         assert app.screen is modal
         await pilot.press("y")
         await turn_done(pilot)
-        assert "line-count=3" in main_screen(app).runtime.history[0]["content"]
+        assert "line-count=3" in main_screen(app).runtime.sessions.history[0]["content"]
         await send(pilot, "/status a.txt")  # the same version: no question
         await turn_done(pilot)
         write(command, "Changed:\n!`echo changed`\n")
@@ -317,7 +317,7 @@ async def test_a_resumed_session_draws_attachments_commands_and_bang_commands(wo
         await send(pilot, "!echo hi")
         await turn_done(pilot)
         runtime = main_screen(app).runtime
-        drawn = entries_from_history(runtime.transcript, summarize=runtime.summarize)
+        drawn = entries_from_history(runtime.sessions.transcript, summarize=runtime.turn.summarize)
     kinds = [(type(e).__name__, getattr(e, "text", getattr(e, "label", getattr(e, "name", "")))) for e in drawn]
     assert kinds == [
         ("UserEntry", "/review @posts.py"),

@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from tui_helpers import SIZE, bash_step, main_screen, make_app, screen_text, send, trust_question, turn_done, wait_until
 
 from todo_agent.core.events import HookResult, Notice
+from todo_agent.core.face.turn import Turn
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.hooks.trust import trust_path
 from todo_agent.core.mcp.config import ServerSpec
@@ -68,7 +69,7 @@ async def test_a_blocked_prompt_goes_back_into_the_prompt_box(workspace: Path) -
         assert prompt.text == "fix the login bug" and prompt.cursor_location == (0, len("fix the login bug"))
         assert "prompt not sent: a UserPromptSubmit hook blocked it: mention a ticket number" in notices(app)
         assert "prompt not sent" in screen_text(app)
-        assert app.runtime is not None and app.runtime.history == []
+        assert app.runtime is not None and app.runtime.sessions.history == []
 
 
 async def test_session_start_runs_before_the_first_prompt_and_its_failure_shows(workspace: Path) -> None:
@@ -82,7 +83,7 @@ async def test_session_start_runs_before_the_first_prompt_and_its_failure_shows(
         await send(pilot, "hi")
         await turn_done(pilot)
         assert app.runtime is not None
-        assert "on branch main" in str(app.runtime.history[1]["content"])
+        assert "on branch main" in str(app.runtime.sessions.history[1]["content"])
 
 
 async def test_untrusted_project_hooks_are_listed_and_run_only_after_yes(workspace: Path) -> None:
@@ -101,7 +102,7 @@ async def test_untrusted_project_hooks_are_listed_and_run_only_after_yes(workspa
         await send(pilot, "hi")
         await turn_done(pilot)
         assert app.runtime is not None
-        assert "project-context" in str(app.runtime.history[1]["content"])
+        assert "project-context" in str(app.runtime.sessions.history[1]["content"])
         assert str(workspace) in json.loads(trust_path().read_text())
     # Accepted once: the next start does not ask.
     again = make_app(workspace, [], hooks=hooks)
@@ -119,7 +120,7 @@ async def test_declined_project_hooks_do_not_run_and_are_asked_again(workspace: 
         await wait_until(pilot, lambda: any("project hooks not run this session" in n for n in notices(app)))
         await send(pilot, "hi")
         await turn_done(pilot)
-        assert app.runtime is not None and len(app.runtime.history) == 2  # the prompt and the answer only
+        assert app.runtime is not None and len(app.runtime.sessions.history) == 2  # the prompt and the answer only
     assert not trust_path().exists()
     again = make_app(workspace, [], hooks=hooks)
     async with again.run_test(size=SIZE) as pilot:
@@ -129,7 +130,7 @@ async def test_declined_project_hooks_do_not_run_and_are_asked_again(workspace: 
 def test_trust_prompt_snapshot(snap_compare: Callable[..., bool], workspace: Path, monkeypatch: Any) -> None:
     """What the person sees before a cloned repository's hooks may run."""
     monkeypatch.setattr(Runtime, "startup_notices", lambda self: [Notice("date 2026-01-15")])
-    monkeypatch.setattr(Runtime, "context_usage", lambda self: (0, 128_000))
+    monkeypatch.setattr(Turn, "context_usage", lambda self: (0, 128_000))
     hooks = [
         HookSpec("PreToolUse", "jq -r .tool_input.command | grep -q 'git push' && exit 2; exit 0", "Bash"),
         HookSpec("PostToolUse", 'ruff format --quiet "$(jq -r .tool_input.file_path)"', "Edit|Write"),
@@ -171,7 +172,7 @@ def test_trust_prompt_with_hidden_commands_snapshot(
     snap_compare: Callable[..., bool], workspace: Path, monkeypatch: Any
 ) -> None:
     monkeypatch.setattr(Runtime, "startup_notices", lambda self: [Notice("date 2026-01-15")])
-    monkeypatch.setattr(Runtime, "context_usage", lambda self: (0, 128_000))
+    monkeypatch.setattr(Turn, "context_usage", lambda self: (0, 128_000))
 
     async def run_before(pilot: Pilot[Any]) -> None:
         pilot.app.push_screen(HookTrustScreen(HIDDEN, Path("/home/you/cloned/.todo-agent/settings.toml")))

@@ -34,15 +34,17 @@ async def test_compact_in_the_app_shows_tokens_before_and_after(workspace: Path)
         await send(pilot, "and document it")
         await turn_done(pilot)
         runtime = main_screen(app).runtime
-        before = runtime.context_usage()[0]
+        before = runtime.turn.context_usage()[0]
         await send(pilot, "/compact keep the flag name")
         await wait_until(pilot, lambda: any(n.startswith("compacted the conversation") for n in notices(app)), limit=30)
         await turn_done(pilot)
         notice = next(n for n in notices(app) if n.startswith("compacted the conversation"))
-        after = runtime.context_usage()[0]
+        after = runtime.turn.context_usage()[0]
         assert f"(/compact): {before:,} → {after:,} tokens" in notice
         assert after < before
-        assert str(runtime.history[0]["content"]).startswith("<system-reminder>\nThis conversation was compacted")
+        assert str(runtime.sessions.history[0]["content"]).startswith(
+            "<system-reminder>\nThis conversation was compacted"
+        )
         assert status_text(app, "context") == context_label(after, runtime.budget.window)
         summary_request = app.runtime.model.get().requests[-1]  # type: ignore[union-attr, attr-defined]
         assert "keep the flag name" in summary_request[-1]["content"]
@@ -54,11 +56,11 @@ async def test_compact_that_fails_leaves_history_untouched(workspace: Path) -> N
         await send(pilot, "hello")
         await turn_done(pilot)
         runtime = main_screen(app).runtime
-        history = [dict(m) for m in runtime.history]
+        history = [dict(m) for m in runtime.sessions.history]
         await send(pilot, "/compact")
         await wait_until(pilot, lambda: any("could not compact" in n for n in notices(app)), limit=30)
         await turn_done(pilot)
-        assert runtime.history == history
+        assert runtime.sessions.history == history
         assert any("HTTP 500" in n and "unchanged" in n for n in notices(app))
 
 
@@ -108,7 +110,7 @@ async def test_the_status_line_shows_a_resumed_sessions_size(workspace: Path) ->
     app = make_app(workspace, [], continue_latest=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        used, window = main_screen(app).runtime.context_usage()
+        used, window = main_screen(app).runtime.turn.context_usage()
         assert used > 1000
         assert status_text(app, "context") == context_label(used, window)
         assert "0 tokens" not in screen_text(app)
@@ -170,7 +172,7 @@ async def test_a_resumed_compacted_session_shows_the_marker_and_the_same_list(wo
         screen = main_screen(resumed)
         assert [(t.id, t.subject, t.status) for t in screen.panel.tasks] == before
         assert any(n.startswith("compacted here:") for n in notices(resumed))
-        assert str(screen.runtime.history[0]["content"]).startswith(
+        assert str(screen.runtime.sessions.history[0]["content"]).startswith(
             "<system-reminder>\nThis conversation was compacted"
         )
 

@@ -160,7 +160,7 @@ async def test_the_notification_hook_runs_with_claude_codes_fields(workspace: Pa
         assert told["terminal_focused"] is False
         await pilot.press("y")
         await turn_done(pilot)
-        assert main_screen(app).runtime.history[-1]["content"] == "ok"
+        assert main_screen(app).runtime.sessions.history[-1]["content"] == "ok"
 
 
 async def test_keys_work_after_the_terminal_was_in_the_background_during_start_up(workspace: Path) -> None:

@@ -22,6 +22,8 @@ from tui_helpers import SIZE, answer_approval, main_screen, make_app, send, turn
 from todo_agent.core.agents import child
 from todo_agent.core.engine import batch
 from todo_agent.core.events import Notice
+from todo_agent.core.face.plan import Plan
+from todo_agent.core.face.turn import Turn
 from todo_agent.core.model.scripted import ScriptedModel
 from todo_agent.core.permissions.modes import ApprovalRequest
 from todo_agent.core.runtime import Runtime
@@ -75,7 +77,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     # The plan's cost is counted from the prompt, whose system message holds the temporary path.
-    monkeypatch.setattr(Runtime, "plan_spend", lambda self: Spend(48_210, 1_012, 7))
+    monkeypatch.setattr(Plan, "spend", lambda self: Spend(48_210, 1_012, 7))
 
 
 @pytest.fixture
@@ -168,7 +170,7 @@ def test_context_after_the_demo(
 ) -> None:
     """`/context`: the bar and the table (the figures fixed here: they come from a prompt that
     holds the temporary path; `tests/test_context.py` checks real ones against a server)."""
-    monkeypatch.setattr(Runtime, "context_breakdown", lambda self: CONTEXT)
+    monkeypatch.setattr(Turn, "context_breakdown", lambda self: CONTEXT)
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await finish_demo(pilot, demo[1]["prompt"])

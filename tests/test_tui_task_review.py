@@ -102,7 +102,7 @@ async def test_r_rewinds_a_task_and_the_next_request_tells_the_model(project: Pa
         assert any(isinstance(e, NoticeEntry) and e.text.startswith("Rewound #3") for e in screen.conversation.entries)
         await send(pilot, "what now?")
         await turn_done(pilot)
-        told = [m for m in screen.runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+        told = [m for m in screen.runtime.sessions.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
         assert len(told) == 1 and 'rewound #3 "Again a": restored a.py, old.txt' in str(told[0]["content"])
 
 
@@ -186,13 +186,13 @@ async def test_after_continue_the_history_and_the_changes_are_still_there(projec
     async with first.run_test(size=SIZE) as pilot:
         await run_three(pilot)
         lines = files_lines(first)
-        versions = main_screen(first).runtime.store.versions()
+        versions = main_screen(first).runtime.plan.versions()
     first.runtime.session.close()  # type: ignore[union-attr]
     again = make_app(project, [], continue_latest=True)
     async with again.run_test(size=SIZE) as pilot:
         await wait_settled(pilot)
         assert files_lines(again) == lines
-        assert main_screen(again).runtime.store.versions() == versions
+        assert main_screen(again).runtime.plan.versions() == versions
         await focus_task(pilot, 1)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(again.screen, ChangesScreen))
@@ -243,7 +243,7 @@ async def test_v_sets_edits_and_removes_a_check_and_the_model_is_told(project: P
         await wait_until(pilot, lambda: store.get("2").verify == "python -m pytest -q tests")  # type: ignore[union-attr]
         await send(pilot, "what now?")
         await turn_done(pilot)
-        told = [m for m in screen.runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+        told = [m for m in screen.runtime.sessions.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
         assert len(told) == 1 and "set #2's check to `python -m pytest -q tests`" in str(told[0]["content"])
         await focus_task(pilot, 1)
         await pilot.press("v")
@@ -286,7 +286,7 @@ async def test_b_sets_raises_and_removes_a_budget_and_a_typo_changes_nothing(pro
         await wait_until(pilot, lambda: store.get("2").budget == Budget(50))  # type: ignore[union-attr]
         await send(pilot, "what now?")
         await turn_done(pilot)
-        told = [m for m in screen.runtime.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
+        told = [m for m in screen.runtime.sessions.history if m["role"] == "user" and USER_EDITED in str(m["content"])]
         assert "set #2's budget to 50 requests" in str(told[-1]["content"])
         await focus_task(pilot, 1)
         await pilot.press("b")

@@ -309,14 +309,14 @@ async def test_in_a_turn_the_prompt_is_answered_in_a_separate_request(workspace:
         model = ScriptedModel.from_data([call, "page_size sets it.", "Use page_size."])
         config = Config(workspace=workspace, model="script:x", allow=["WebFetch(domain:localhost)"])
         runtime = Runtime.create(config, model=model)
-        async with aclosing(runtime.run_turn("how do I page?")) as turn:
+        async with aclosing(runtime.turn.run("how do I page?")) as turn:
             events: list[Event] = [event async for event in turn]
     [done] = [e for e in events if isinstance(e, ToolFinished)]
     assert done.status == "ok" and done.output.endswith("\n\npage_size sets it.")
     side = model.requests[1]
     assert [m["role"] for m in side] == ["system", "user"] and model.tools_sent[1] == 0
     assert "Which parameter sets the size?" in side[1]["content"] and "## Pages" in side[1]["content"]
-    tool_message = next(m for m in runtime.history if m["role"] == "tool")
+    tool_message = next(m for m in runtime.sessions.history if m["role"] == "tool")
     assert "## Pages" not in tool_message["content"]  # the page never enters the conversation
 
 
@@ -326,7 +326,7 @@ async def test_headless_and_default_mode_ask_and_the_answer_always_adds_the_host
         call = {"tool_calls": [{"name": "WebFetch", "arguments": {"url": url, "prompt": "title?"}}]}
         model = ScriptedModel.from_data([call, "No page.", call, "Local docs", "It is Local docs."])
         runtime = Runtime.create(Config(workspace=workspace, model="script:x"), model=model)
-        async with aclosing(runtime.run_turn("read it")) as turn:
+        async with aclosing(runtime.turn.run("read it")) as turn:
             first = [e async for e in turn if isinstance(e, ToolFinished)]
         assert first[0].status == "denied" and "WebFetch(domain:localhost)" in first[0].output
 
@@ -337,6 +337,6 @@ async def test_headless_and_default_mode_ask_and_the_answer_always_adds_the_host
             return ApprovalAnswer("always")
 
         runtime.set_approver(always)
-        async with aclosing(runtime.run_turn("read it now")) as turn:
+        async with aclosing(runtime.turn.run("read it now")) as turn:
             second = [e async for e in turn if isinstance(e, ToolFinished)]
     assert second[0].status == "ok" and second[0].output.endswith("Local docs")

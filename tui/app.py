@@ -295,7 +295,7 @@ class TodoAgentApp(App[int]):
         run the person's `Notification` hooks (whatever the focus; they are told it)."""
         focused = self.app_focus
         self.attention.needed(message)
-        if self.runtime is not None and self.runtime.hooks.runner.matching("Notification", kind):
+        if self.runtime is not None and self.runtime.turn.notifies(kind):
             self.run_worker(self._notification_hooks(message, kind, focused), exit_on_error=False)
 
     async def _notification_hooks(self, message: str, kind: NotificationKind, focused: bool) -> None:
@@ -303,7 +303,7 @@ class TodoAgentApp(App[int]):
 
         if self.runtime is None:
             return
-        events = await self.runtime.notification(message, kind, focused)
+        events = await self.runtime.turn.notification(message, kind, focused)
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
         if main is not None:
             await main.show_events(events)

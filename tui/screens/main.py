@@ -41,7 +41,7 @@ from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionError
-from todo_agent.core.settings import PanelPlace, project_settings_path
+from todo_agent.core.settings import PanelPlace
 from todo_agent.core.tasks.model import Task
 from todo_agent.core.tasks.render import render_tasks
 
@@ -200,8 +200,8 @@ class MainScreen(Screen[None]):
     def _wire_prompt(self) -> None:
         """`@` completion from the workspace's file index, `/` completion with the person's commands."""
         runtime, box = self.runtime, self.query_one(PromptBox)
-        runtime.reserve_command_names({c.name for c in SLASH_COMMANDS})
-        box.mentions = runtime.file_index
+        runtime.turn.reserve_command_names({c.name for c in SLASH_COMMANDS})
+        box.mentions = runtime.turn.files
         box.extra_commands = self.custom_slash_commands
         app = self.app
 
@@ -212,20 +212,20 @@ class MainScreen(Screen[None]):
                 app.call_from_thread(box.files_changed)
                 app.call_from_thread(self._show_index_notices)
 
-        runtime.file_index.on_rebuilt = rebuilt
+        runtime.turn.files.on_rebuilt = rebuilt
 
     def on_unmount(self) -> None:
-        self.runtime.file_index.on_rebuilt = None  # a listing that lands later has no list to update
+        self.runtime.turn.files.on_rebuilt = None  # a listing that lands later has no list to update
 
     def _show_index_notices(self) -> None:
         """An ignore file the listing could not use (a FIFO, a link to a device): said once."""
-        for text in self.runtime.file_index.notices():
+        for text in self.runtime.turn.files.notices():
             if text not in self._index_notices:
                 self._index_notices.add(text)
                 self.call_later(self.conversation.add, NoticeEntry(text, "warning"))
 
     def custom_slash_commands(self) -> list[SlashCommand]:
-        commands = self.runtime.custom_commands().commands.values()
+        commands = self.runtime.turn.commands().commands.values()
         return [SlashCommand(c.name, c.description, c.argument_hint, c.label) for c in commands]
 
     async def use_command(self, command: SlashCommand) -> None:
@@ -258,19 +258,19 @@ class MainScreen(Screen[None]):
         self.agent_views.forget()
         await self.conversation.load(
             entries_from_history(
-                self.runtime.transcript,  # the full transcript, compactions marked
-                summarize=self.runtime.summarize,
-                status_of=self.runtime.tool_status,
+                self.runtime.sessions.transcript,  # the full transcript, compactions marked
+                summarize=self.runtime.turn.summarize,
+                status_of=self.runtime.sessions.tool_status,
             )
         )
         for notice in self.runtime.startup_notices():
             await self.conversation.add(NoticeEntry(notice.text, notice.level))
-        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
-        self.tasks_seen = render_tasks(self.runtime.tasks(), spend=False)
+        await self.panel.show(self.runtime.plan.tasks(), changes=self.runtime.plan.change_lines())
+        self.tasks_seen = render_tasks(self.runtime.plan.tasks(), spend=False)
         self._show_context_usage()
 
     def _show_context_usage(self) -> None:
-        used, self._window = self.runtime.context_usage()
+        used, self._window = self.runtime.turn.context_usage()
         self.status.set_context(used, self._window)
 
     # --- warm-up and turns --------------------------------------------------------
@@ -288,9 +288,9 @@ class MainScreen(Screen[None]):
         mcp = self.runtime.mcp
         if not mcp.configured:
             return
-        mcp.listeners.append(self._mcp_changed)
+        mcp.listen(self._mcp_changed)
         self._show_mcp()
-        self.runtime.start_mcp()
+        self.runtime.mcp.start()
 
     def _show_mcp(self) -> None:
         connected, total = self.runtime.mcp.counts()
@@ -351,25 +351,25 @@ class MainScreen(Screen[None]):
 
     @work(exclusive=True, group="mcp", exit_on_error=False)
     async def _restart_mcp(self) -> None:
-        await self.runtime.restart_mcp()
+        await self.runtime.mcp.restart()
         self._show_mcp()
 
     # --- hooks -------------------------------------------------------------------------
 
     def _ask_hook_trust(self) -> None:
-        waiting = self.runtime.untrusted_project_hooks
+        waiting = self.runtime.trust.untrusted_hooks
         if not waiting:
-            self.run_session_start("resume" if self.runtime.history else "startup")
+            self.run_session_start("resume" if self.runtime.sessions.history else "startup")
             self._ask_mcp_trust()
             return
-        path = project_settings_path(self.runtime.config.workspace)
-        screen = HookTrustScreen(waiting, path, code=self.runtime.hook_code.lines)
+        path = self.runtime.trust.settings_path
+        screen = HookTrustScreen(waiting, path, code=self.runtime.trust.hook_lines)
         self.app.push_screen(screen, callback=self._hook_trust_answered)
 
     async def _hook_trust_answered(self, accepted: bool | None) -> None:
         if accepted:
             try:
-                self.runtime.trust_project_hooks()
+                self.runtime.trust.accept_hooks()
                 await self.conversation.add(NoticeEntry("project hooks accepted: they run from now on"))
             except OSError as exc:  # they run this time; the next start asks again
                 await self.conversation.add(NoticeEntry(str(exc), "warning"))
@@ -377,14 +377,14 @@ class MainScreen(Screen[None]):
             await self.conversation.add(
                 NoticeEntry("project hooks not run this session; you will be asked again next time", "warning")
             )
-        self.run_session_start("resume" if self.runtime.history else "startup")
+        self.run_session_start("resume" if self.runtime.sessions.history else "startup")
         self._ask_mcp_trust()
 
     @work(exclusive=True, group="session-start", exit_on_error=False)
     async def run_session_start(self, source: SessionSource) -> None:
         self._hooks_ready.clear()
         try:
-            await self.show_events(await self.runtime.start_session(source))
+            await self.show_events(await self.runtime.sessions.start(source))
         finally:
             self._hooks_ready.set()
 
@@ -405,7 +405,7 @@ class MainScreen(Screen[None]):
             self.status.set_activity("connecting…")
             await self._ready.wait()
         self.status.set_activity("thinking")
-        await self._draw_turn(lambda: self.runtime.run_turn(prompt))
+        await self._draw_turn(lambda: self.runtime.turn.run(prompt))
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_goal(self, goal: str) -> None:
@@ -415,7 +415,7 @@ class MainScreen(Screen[None]):
         await self._hooks_ready.wait()
         await self._ready.wait()
         self.status.set_activity("thinking")
-        await self._draw_turn(lambda: self.runtime.run_goal(goal))
+        await self._draw_turn(lambda: self.runtime.turn.run_goal(goal))
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_shell(self, command: str) -> None:
@@ -424,7 +424,7 @@ class MainScreen(Screen[None]):
         self._started = time.monotonic()
         await self._ready.wait()
         self.status.set_activity("running your command")
-        await self._draw_turn(lambda: self.runtime.run_shell(command))
+        await self._draw_turn(lambda: self.runtime.turn.run_shell(command))
 
     async def _draw_turn(self, start: Callable[[], AsyncGenerator[Event, None]]) -> None:
         """Draw the events of `start()`, pumped in a task of their own (`turn_events`), counting
@@ -458,7 +458,7 @@ class MainScreen(Screen[None]):
         await self._ready.wait()
         handler = EventHandler(self)
         runtime = self.runtime
-        async for event in turn_events(lambda: runtime.compact(focus)):
+        async for event in turn_events(lambda: runtime.turn.compact(focus)):
             await handler.handle(event)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -473,7 +473,7 @@ class MainScreen(Screen[None]):
                 await self.conversation.add(NoticeEntry(f"The model client could not start: {worker.error}", "error"))
                 return
             await self._server_known()
-            self.runtime.file_index.refresh()  # `@` completion's list, built in the background
+            self.runtime.turn.files.refresh()  # `@` completion's list, built in the background
             if self.initial_prompt:
                 prompt, self.initial_prompt = self.initial_prompt, None
                 await self.submit(prompt)
@@ -504,13 +504,13 @@ class MainScreen(Screen[None]):
         self.status.busy = False
         self.panel.working = False
         self.status.set_activity("ready")
-        self.runtime.file_index.mark_stale()  # the turn may have made or removed files
+        self.runtime.turn.files.mark_stale()  # the turn may have made or removed files
         if worker.group == "turn" and self._started and time.monotonic() - self._started > LONG_TURN:
             self._started = 0.0
             self._tell_turn_ended(worker)
         if worker is self._turn:
             self._turn = None
-        if undelivered := self.runtime.agent.steering:  # sent mid-turn, but the turn ended first
+        if undelivered := self.runtime.turn.steering:  # sent mid-turn, but the turn ended first
             self._queued[:0], undelivered[:] = list(undelivered), []
         if self._queued:
             await self.submit(self._queued.pop(0))
@@ -559,8 +559,8 @@ class MainScreen(Screen[None]):
         # The panel draws the list as it is now, not the event's: the person may have
         # edited the plan after the core took this snapshot and before it is drawn (the
         # core runs ahead), and an older list would undo that edit on screen.
-        latest = self.runtime.tasks()
-        await self.panel.show(latest, changes=self.runtime.change_lines())
+        latest = self.runtime.plan.tasks()
+        await self.panel.show(latest, changes=self.runtime.plan.change_lines())
         if self.panel_place != "hidden":
             self.tasks_seen = render_tasks(latest, spend=False)
             return
@@ -585,12 +585,12 @@ class MainScreen(Screen[None]):
             self._refresh_agents()
 
     async def _follow_shared_list(self) -> None:
-        if await self.runtime.refresh_tasks():
-            await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
+        if await self.runtime.plan.refresh():
+            await self.panel.show(self.runtime.plan.tasks(), changes=self.runtime.plan.change_lines())
 
     def _refresh_agents(self) -> None:
         """The sub-agents' live lines, their tasks' rows, and the status line, as they are now."""
-        rows = self.runtime.agents()
+        rows = self.runtime.team.rows()
         if not rows:
             return
         for call_id, line in self.agent_views.lines(rows).items():
@@ -615,7 +615,7 @@ class MainScreen(Screen[None]):
     @on(PromptInput.Submitted)
     async def _prompt_sent(self, event: PromptInput.Submitted) -> None:
         if event.now and self.busy and parse(event.text) is None and not looks_like_command(event.text):
-            self.runtime.agent.steer(event.text)  # `Steered` draws it once it reaches the model
+            self.runtime.turn.steer(event.text)  # `Steered` draws it once it reaches the model
             self.notify("Sent: the model gets it with its next request in this turn.", title="todo-agent", markup=False)
             return
         await self.submit(event.text)  # a slash command, or nothing running: as enter does
@@ -632,7 +632,7 @@ class MainScreen(Screen[None]):
             return
         custom = False
         if looks_like_command(text):  # read in a thread: a command file made a moment ago counts
-            custom = text.split(maxsplit=1)[0] in (await self.runtime.fresh_custom_commands()).commands
+            custom = text.split(maxsplit=1)[0] in (await self.runtime.turn.fresh_commands()).commands
         if looks_like_command(text) and not custom:
             await self.conversation.add(UserEntry(text))
             await self.conversation.add(NoticeEntry(f"Unknown command {text.strip()}; /help lists them.", "warning"))
@@ -674,9 +674,9 @@ class MainScreen(Screen[None]):
     async def new_session(self) -> None:
         if self._refuse_while_busy("start a new session"):
             return
-        self.runtime.new_session()
+        self.runtime.sessions.new()
         await self._show_session()
-        await self.conversation.add(NoticeEntry(f"new session {self.runtime.session_id}"))
+        await self.conversation.add(NoticeEntry(f"new session {self.runtime.sessions.id}"))
         self.run_session_start("clear")
         if self.runtime.mcp.configured:  # a new session gets fresh servers (and their logs beside it)
             self._restart_mcp()
@@ -684,7 +684,7 @@ class MainScreen(Screen[None]):
     async def start_goal(self, goal: str) -> None:
         if self._refuse_while_busy("start a goal"):
             return
-        if not goal and not self.runtime.tasks():
+        if not goal and not self.runtime.plan.tasks():
             text = "The task list is empty: /goal TEXT names the goal, and the model plans it first."
             await self.conversation.add(NoticeEntry(text, "warning"))
             return
@@ -697,7 +697,7 @@ class MainScreen(Screen[None]):
 
     def start_compact(self, focus: str) -> None:
         if self.busy:  # sub-agents may be at work for minutes: compact before the next request
-            self.runtime.compact_soon(focus)
+            self.runtime.turn.compact_soon(focus)
             self.notify(
                 "Compacts before the model's next request, once what runs now has come back.",
                 title="/compact",
@@ -713,15 +713,15 @@ class MainScreen(Screen[None]):
     def choose_session(self) -> None:
         if self._refuse_while_busy("switch sessions"):
             return
-        current = self.runtime.session_id
-        picker = SessionsScreen([s for s in self.runtime.list_sessions() if s.id != current])
+        current = self.runtime.sessions.id
+        picker = SessionsScreen([s for s in self.runtime.sessions.saved() if s.id != current])
         self.app.push_screen(picker, callback=self._resume)
 
     async def _resume(self, session_id: str | None) -> None:
-        if not session_id or session_id == self.runtime.session_id:
+        if not session_id or session_id == self.runtime.sessions.id:
             return
         try:
-            self.runtime.resume(session_id)
+            self.runtime.sessions.resume(session_id)
         except (SessionError, RuntimeError) as exc:
             await self.conversation.add(NoticeEntry(str(exc), "error"))
             return
@@ -736,7 +736,7 @@ class MainScreen(Screen[None]):
         """`/rewind`: the prompts to go back to (`PromptsScreen`), then which files, then the rewind."""
         if self._refuse_while_busy("rewind"):
             return
-        rows = self.runtime.prompts.prompts()
+        rows = self.runtime.sessions.prompts()
         if not rows:
             self.notify("No prompt to rewind to since the last compaction.", title="Rewind", markup=False)
             return
@@ -747,7 +747,7 @@ class MainScreen(Screen[None]):
             return
         checkpoint_id, scope = chosen
         try:
-            plan = await asyncio.to_thread(self.runtime.prompts.plan, checkpoint_id)
+            plan = await self.runtime.sessions.rewind_plan(checkpoint_id)
         except ValueError as exc:
             await self.conversation.add(NoticeEntry(str(exc), "warning"))
             return
@@ -771,7 +771,7 @@ class MainScreen(Screen[None]):
 
     async def _rewind_to(self, plan: PromptPlan, scope: Scope, paths: list[str]) -> None:
         try:
-            outcome = await self.runtime.rewind_to(plan, scope, paths)
+            outcome = await self.runtime.sessions.rewind_to(plan, scope, paths)
         except (RuntimeError, OSError, SessionError) as exc:
             await self.conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
             return
@@ -787,7 +787,7 @@ class MainScreen(Screen[None]):
         if self._refuse_while_busy("redo"):
             return
         try:
-            outcome = await self.runtime.redo()
+            outcome = await self.runtime.sessions.redo()
         except ValueError as exc:
             await self.conversation.add(NoticeEntry(str(exc), "warning"))
             return
@@ -800,13 +800,15 @@ class MainScreen(Screen[None]):
         """Draw the conversation and plan again after a rewind or redo, and say what it did."""
         await self.conversation.load(
             entries_from_history(
-                self.runtime.transcript, summarize=self.runtime.summarize, status_of=self.runtime.tool_status
+                self.runtime.sessions.transcript,
+                summarize=self.runtime.turn.summarize,
+                status_of=self.runtime.sessions.tool_status,
             )
         )
         for line in outcome.lines:
             await self.conversation.add(NoticeEntry(line))
-        await self.panel.show(self.runtime.tasks(), changes=self.runtime.change_lines())
-        self.tasks_seen = render_tasks(self.runtime.tasks(), spend=False)
+        await self.panel.show(self.runtime.plan.tasks(), changes=self.runtime.plan.change_lines())
+        self.tasks_seen = render_tasks(self.runtime.plan.tasks(), spend=False)
         self._show_context_usage()
 
     async def cycle_mode(self) -> None:
@@ -862,12 +864,12 @@ class MainScreen(Screen[None]):
     def _agent_of(self, task_id: str) -> str | None:
         """The sub-agent of a task: the one at work, else the latest of this run, else the
         latest attempt recorded on the task by this session."""
-        rows = [row for row in self.runtime.agents() if row.task_id == task_id]
+        rows = [row for row in self.runtime.team.rows() if row.task_id == task_id]
         running = [row for row in rows if row.phase != "done"]
         if running or rows:
             return (running or rows)[-1].agent_id
-        task = self.runtime.store.get(task_id)
-        mine = [a for a in (task.attempts if task else ()) if a.session == self.runtime.session_id]
+        task = self.runtime.plan.get(task_id)
+        mine = [a for a in (task.attempts if task else ()) if a.session == self.runtime.sessions.id]
         return mine[-1].agent if mine else None
 
     @on(TaskPanel.OpenAgent)
@@ -884,16 +886,16 @@ class MainScreen(Screen[None]):
         view = self.agent_view
         transcript = self.agent_views.transcripts.get(agent_id)
         if transcript is None:
-            saved = self.runtime.agent_transcript(agent_id)
+            saved = self.runtime.team.transcript(agent_id)
             if saved is None:
                 self.notify(f"{agent_id} left no transcript.", title="Agents", severity="warning", markup=False)
                 return
             transcript = AgentTranscript(agent_id)
-            transcript.entries = entries_from_history(saved, summarize=self.runtime.summarize)
+            transcript.entries = entries_from_history(saved, summarize=self.runtime.turn.summarize)
         self.viewing, self._viewed = agent_id, transcript
         where = f" · #{task_id}" if task_id else ""
         title = self.query_one("#agent-view-title", Static)
-        live = any(row.agent_id == agent_id and row.phase != "done" for row in self.runtime.agents())
+        live = any(row.agent_id == agent_id and row.phase != "done" for row in self.runtime.team.rows())
         how = "its own transcript, live" if live else "its own transcript"
         title.update(f"◇ {agent_id}{where}: {how} (esc: back to the conversation)")
         title.display = True
@@ -914,8 +916,8 @@ class MainScreen(Screen[None]):
 
     @on(TaskPanel.StopAgent)
     def _stop_agent(self, event: TaskPanel.StopAgent) -> None:
-        running = [r for r in self.runtime.agents() if r.task_id == event.task_id and r.phase != "done"]
-        if not running or not self.runtime.stop_agent(running[-1].agent_id):
+        running = [r for r in self.runtime.team.rows() if r.task_id == event.task_id and r.phase != "done"]
+        if not running or not self.runtime.team.stop(running[-1].agent_id):
             self.notify(f"No sub-agent is at work on #{event.task_id}.", title="Agents", markup=False)
             return
         self.notify(
@@ -951,7 +953,7 @@ class MainScreen(Screen[None]):
         """Stop the running turn, if one runs (the command palette's "Interrupt")."""
         if self.busy:
             self.status.set_activity("interrupting")
-            if not self.runtime.interrupt() and self._turn is not None:
+            if not self.runtime.turn.interrupt() and self._turn is not None:
                 self._turn.cancel()
 
     def action_toggle_tasks(self) -> None:

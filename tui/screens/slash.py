@@ -118,13 +118,13 @@ async def run_slash(host: CommandHost, text: str) -> None:
 async def _todos(host: CommandHost, argument: str) -> None:
     runtime = host.runtime
     if argument == "history":
-        await host.say(PlainEntry(render_history(runtime.store.versions(), skipped=runtime.store.history_skipped)))
+        await host.say(PlainEntry(render_history(runtime.plan.versions(), skipped=runtime.plan.history_skipped)))
     elif argument:
         await host.say(NoticeEntry(f"/todos takes no argument but history, not {argument!r}", "warning"))
     else:
-        host.tasks_seen = render_tasks(runtime.tasks(), spend=False)
-        listing = render_tasks(runtime.tasks(), runtime.task_files())
-        cost = runtime.plan_spend().line()
+        host.tasks_seen = render_tasks(runtime.plan.tasks(), spend=False)
+        listing = render_tasks(runtime.plan.tasks(), runtime.plan.task_files())
+        cost = runtime.plan.spend().line()
         await host.say(PlainEntry(f"{listing}\n{cost[0].upper()}{cost[1:]}."))
 
 
@@ -133,7 +133,7 @@ async def _context(host: CommandHost, argument: str) -> None:
         await host.say(NoticeEntry(f"/context takes no argument, not {argument[:40]!r}", "warning"))
         return
     runtime = host.runtime
-    await host.say(PlainEntry(render_breakdown(runtime.context_breakdown(), runtime.plan_spend()), "context"))
+    await host.say(PlainEntry(render_breakdown(runtime.turn.context_breakdown(), runtime.plan.spend()), "context"))
 
 
 async def _effort(host: CommandHost, argument: str) -> None:
@@ -144,7 +144,7 @@ async def _effort(host: CommandHost, argument: str) -> None:
         return
     if level:
         host.set_effort("" if level == "default" else level)
-    effort = host.runtime.model.reasoning_effort or "the server's default"
+    effort = host.runtime.reasoning_effort or "the server's default"
     await host.say(NoticeEntry(f"reasoning effort: {effort} (levels: {levels})"))
 
 
@@ -245,13 +245,13 @@ async def _export(host: CommandHost, argument: str) -> None:
     named = argument.strip()
     if len(named) > 1 and named[0] == named[-1] and named[0] in "\"'":
         named = named[1:-1]
-    session_path, workspace = runtime.session_path, runtime.config.workspace
+    session_path, workspace = runtime.sessions.path, runtime.config.workspace
     # Taken now, on the event loop: a turn may go on appending while the thread writes.
-    transcript, plan = list(runtime.transcript), plan_rows(runtime.tasks(), runtime.task_files())
+    transcript, plan = list(runtime.sessions.transcript), plan_rows(runtime.plan.tasks(), runtime.plan.task_files())
 
     def write() -> Saved:
         target = workspace / Path(named).expanduser() if named else beside(session_path)
-        return save(exported(session_path, transcript, runtime.tool_status, plan, workspace=workspace), target)
+        return save(exported(session_path, transcript, runtime.sessions.tool_status, plan, workspace=workspace), target)
 
     async def finish() -> None:
         try:

@@ -38,13 +38,13 @@ class WorkArea(Vertical):
     async def redraw_plan(self, highlight: str | None = None) -> None:
         """Draw the task list as it is now, with each task's changed files."""
         await self.query_one(TaskPanel).show(
-            self.runtime.tasks(), highlight=highlight, changes=self.runtime.change_lines()
+            self.runtime.plan.tasks(), highlight=highlight, changes=self.runtime.plan.change_lines()
         )
 
     @on(TaskPanel.Add)
     async def _task_add(self, event: TaskPanel.Add) -> None:
         try:
-            task = await self.runtime.store.user_add(event.subject)
+            task = await self.runtime.plan.add(event.subject)
         except StoreError as exc:
             self.notify(str(exc), severity="error", title="Task list", markup=False)
             task = None
@@ -53,23 +53,23 @@ class WorkArea(Vertical):
 
     @on(TaskPanel.StatusChange)
     async def _task_status(self, event: TaskPanel.StatusChange) -> None:
-        await self._edit_tasks(self.runtime.store.user_set_status(event.task_id, event.status))
+        await self._edit_tasks(self.runtime.plan.set_status(event.task_id, event.status))
 
     @on(TaskPanel.Delete)
     async def _task_delete(self, event: TaskPanel.Delete) -> None:
-        await self._edit_tasks(self.runtime.store.user_delete(event.task_id))
+        await self._edit_tasks(self.runtime.plan.delete(event.task_id))
 
     @on(TaskPanel.Move)
     async def _task_move(self, event: TaskPanel.Move) -> None:
-        await self._edit_tasks(self.runtime.store.user_move(event.task_id, event.delta))
+        await self._edit_tasks(self.runtime.plan.move(event.task_id, event.delta))
 
     @on(TaskPanel.Rename)
     async def _task_rename(self, event: TaskPanel.Rename) -> None:
-        await self._edit_tasks(self.runtime.store.user_rename(event.task_id, event.subject))
+        await self._edit_tasks(self.runtime.plan.rename(event.task_id, event.subject))
 
     @on(TaskPanel.SetCheck)
     async def _task_check(self, event: TaskPanel.SetCheck) -> None:
-        await self._edit_tasks(self.runtime.store.user_set_check(event.task_id, event.command))
+        await self._edit_tasks(self.runtime.plan.set_check(event.task_id, event.command))
 
     @on(TaskPanel.SetBudget)
     async def _task_budget(self, event: TaskPanel.SetBudget) -> None:
@@ -78,7 +78,7 @@ class WorkArea(Vertical):
         except StoreError as exc:
             self.notify(str(exc), severity="error", title="Task budget", markup=False)
             return
-        await self._edit_tasks(self.runtime.store.user_set_budget(event.task_id, budget))
+        await self._edit_tasks(self.runtime.plan.set_budget(event.task_id, budget))
 
     async def _edit_tasks(self, edit: Awaitable[object]) -> None:
         try:
@@ -90,7 +90,7 @@ class WorkArea(Vertical):
     @on(TaskPanel.Undo)
     async def _task_undo(self) -> None:
         try:
-            undone = await self.runtime.store.user_undo()
+            undone = await self.runtime.plan.undo()
         except StoreError as exc:
             self.notify(str(exc), severity="warning", title="Undo", markup=False)
             return
@@ -99,8 +99,8 @@ class WorkArea(Vertical):
 
     @on(TaskPanel.ShowChanges)
     def _task_changes(self, event: TaskPanel.ShowChanges) -> None:
-        task = self.runtime.store.get(event.task_id)
-        summary, diff = self.runtime.task_changes(event.task_id)
+        task = self.runtime.plan.get(event.task_id)
+        summary, diff = self.runtime.plan.task_changes(event.task_id)
         self.app.push_screen(ChangesScreen(event.task_id, task.subject if task else "", summary, diff))
 
     @on(TaskPanel.Rewind)
@@ -108,7 +108,7 @@ class WorkArea(Vertical):
         if self._refuse_while_busy("rewind a task"):
             return
         try:
-            plan = await self.runtime.plan_rewind(event.task_id)
+            plan = await self.runtime.plan.plan_rewind(event.task_id)
         except OSError as exc:  # each file's trouble is in the plan; this is the session's own files failing
             self.notify(f"Cannot plan the rewind: {exc}", severity="error", title="Rewind", markup=False)
             return
@@ -128,7 +128,7 @@ class WorkArea(Vertical):
     async def _rewind(self, plan: RewindPlan, paths: list[str]) -> None:
         conversation = self.query_one(Conversation)
         try:
-            text = await self.runtime.rewind(plan, paths)
+            text = await self.runtime.plan.rewind(plan, paths)
         except (RuntimeError, OSError, StoreError, PersistenceError) as exc:
             await conversation.add(NoticeEntry(f"The rewind failed: {exc}", "error"))
         else:
