@@ -81,6 +81,15 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """What a running call printed since its last `ToolOutput` (a command's output, shown
+    live; the whole of it, capped, is its `ToolFinished.output`). Untrusted text."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     """A tool call produced its result (errors, denials and cancellations included)."""
 
@@ -348,6 +357,7 @@ Event = (
     | ResponseDiscarded
     | Retrying
     | ToolStarted
+    | ToolOutput
     | ToolFinished
     | Attached
     | CommandExpanded

@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the MCP servers of .mcp.json and .todo-agent/settings.toml without asking (needed in -p mode)",
     )
     parser.add_argument("--demo", action="store_true", help="run the bundled scripted demo (offline, no key)")
+    parser.add_argument(
+        "--acp",
+        action="store_true",
+        help="serve the Agent Client Protocol on stdin/stdout (for editors: Zed, Neovim, …)",
+    )
     parser.add_argument("--version", action="version", version=f"todo-agent {__version__}")
     parser.epilog = "todo-agent export SESSION [-o FILE] writes a session as Markdown, JSON or HTML (export --help)."
     return parser
@@ -181,21 +186,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial_prompt: str | None) -> int:
-    flags: dict[str, Any] = {
-        "model": model,
-        "base_url": args.base_url,
-        "permission_mode": args.permission_mode,
-        "tasks": args.tasks,
-        "max_turns": args.max_turns,
-        "context_window": args.context_window,
-        "reasoning_effort": args.reasoning_effort,
-        "wire_api": args.wire_api,
-        "sandbox": args.sandbox,
-        "allow_project_hooks": args.allow_project_hooks or None,
-        "mcp_config": args.mcp_config,
-        "allow_project_mcp": args.allow_project_mcp or None,
-        "task_list": args.task_list,
-    }
+    flags = setting_flags(args, model)
+    if args.acp:
+        if args.prompt is not None or args.goal or args.resume is not None or args.continue_latest:
+            return fail("--acp takes no prompt, --goal, --resume or --continue: the client opens and loads sessions")
+        from todo_agent.frontends.acp.server import run_acp
+
+        return run_acp({**flags, "demo": args.demo})
     try:
         config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     except SettingsError as exc:  # running without the deny rules it may hold is worse than not running
@@ -216,6 +213,25 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
         if isinstance(exc, SessionError | ScriptError):
             return fail(str(exc))
         raise
+
+
+def setting_flags(args: argparse.Namespace, model: str | None) -> dict[str, Any]:
+    """The flags that become settings (None: not given), for the app, `-p` and `--acp`."""
+    return {
+        "model": model,
+        "base_url": args.base_url,
+        "permission_mode": args.permission_mode,
+        "tasks": args.tasks,
+        "max_turns": args.max_turns,
+        "context_window": args.context_window,
+        "reasoning_effort": args.reasoning_effort,
+        "wire_api": args.wire_api,
+        "sandbox": args.sandbox,
+        "allow_project_hooks": args.allow_project_hooks or None,
+        "mcp_config": args.mcp_config,
+        "allow_project_mcp": args.allow_project_mcp or None,
+        "task_list": args.task_list,
+    }
 
 
 def run_print(config: Config, args: argparse.Namespace) -> int:

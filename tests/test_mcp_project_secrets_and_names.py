@@ -13,11 +13,11 @@ import pytest
 from mcp_helpers import TEST_SERVER
 from tui_helpers import SIZE, screen_text, send, trust_question, wait_until
 
-from todo_agent.core.mcp.config import ServerSpec
+from todo_agent.core.mcp.config import ServerSpec, environment_lines
 from todo_agent.core.mcp.manager import McpManager
 from todo_agent.core.permissions.rules import Rule
 from todo_agent.core.settings import load_config, user_settings_path
-from todo_agent.tui.screens.mcp_trust import McpTrustScreen, environment_lines
+from todo_agent.tui.screens.mcp_trust import McpTrustScreen
 
 SECRET = "sk-the-persons-own-key"
 

@@ -136,8 +136,8 @@ class BatchRunner:
             position += len(group)
             for item in group:
                 yield self._started(item)
-            if group[0].fans_out:  # each call is finished as it ends, among the live events
-                async for shown in self._showing_live(self._fan_out(group)):
+            if (live := self._live_work(group)) is not None:  # each call finished among the live events
+                async for shown in self._showing_live(live):
                     yield shown
                 continue
             if len(group) == 1:
@@ -173,16 +173,27 @@ class BatchRunner:
         call has wound down: each may be settling its sub-agent (a gather without
         `return_exceptions` would end with the first call that re-raised)."""
 
-        async def one(item: Prepared) -> None:
-            outcome = await self._run_one(item)
-            for event in outcome.events:
-                self._live.put_nowait(event)
-            self._live.put_nowait(self._finish(item, outcome))
-
-        done = await asyncio.gather(*(one(item) for item in group), return_exceptions=True)
+        done = await asyncio.gather(*(self._one_live(item) for item in group), return_exceptions=True)
         for failure in done:
             if isinstance(failure, BaseException):
                 raise failure
+
+    def _live_work(self, group: Sequence[Prepared]) -> Awaitable[None] | None:
+        """The group's run, when its calls show events while they run: `Agent` calls side by
+        side, or one call of a `live` tool (a command's output); None for any other group."""
+        if group[0].fans_out:
+            return self._fan_out(group)
+        tool = group[0].tool
+        if len(group) == 1 and tool is not None and tool.live:
+            return self._one_live(group[0])
+        return None
+
+    async def _one_live(self, item: Prepared) -> None:
+        """A call that shows its progress (`Tool.live`), finished among its live events."""
+        outcome = await self._run_one(item)
+        for event in outcome.events:
+            self._live.put_nowait(event)
+        self._live.put_nowait(self._finish(item, outcome))
 
     async def _showing_live(self, work: Awaitable[None]) -> AsyncIterator[Event]:
         """Await `work`, yielding the events its calls show live meanwhile. Cancelled, it
@@ -306,7 +317,9 @@ class BatchRunner:
             answer = await self._ask(item, decision.reason, decision.outside_workspace)
             if answer is None:
                 return Outcome(self._headless_denial(item.tool, item.checked, decision), "denied")
-            if answer.decision == "no":
+            if answer.decision in ("no", "never"):
+                if answer.decision == "never" and (rule := self._suggested_rule(item)):
+                    self.deps.permissions.add_session_deny(rule)
                 self.rejected = True
                 return Outcome("The user rejected this tool call and stopped the turn.", "denied")
             if answer.decision == "feedback":
@@ -344,11 +357,14 @@ class BatchRunner:
                 outside_workspace=False,
                 suggested_rule=rule,
                 reason=f"a task's check runs as a command; {decision.reason}",
+                call_id=item.call.id,
             )
             answer = await self.deps.approver(request) if self.deps.approver is not None else None
             if answer is None:
                 return Outcome(self._headless_denial(SHELL, {"command": command}, decision), "denied")
-            if answer.decision == "no":
+            if answer.decision in ("no", "never"):
+                if answer.decision == "never" and rule:
+                    gate.add_session_deny(rule)
                 self.rejected = True
                 return Outcome("The user rejected this tool call and stopped the turn.", "denied")
             if answer.decision == "feedback":
@@ -402,6 +418,7 @@ class BatchRunner:
             suggested_rule=self._suggested_rule(item),
             reason=f"{reason} · it runs in the sandbox ({SANDBOX_MARK})" if self._boxed(item) else reason,
             server_rule=self.deps.permissions.server_rule(item.call.name),
+            call_id=item.call.id,
         )
         return await approver(request)
 
@@ -435,7 +452,7 @@ class BatchRunner:
         if item.error is not None or item.tool is None:
             return Outcome(item.error or "Error: unknown tool", "error")
         ctx = self.deps.context(item.call.id)
-        if item.tool.fan_out:  # only these calls are awaited while their events are shown
+        if item.tool.fan_out or item.tool.live:  # only these are awaited while their events are shown
             ctx.live = self._live.put_nowait
         self.queued.extend(await self.deps.lifecycle.notify_tool_start(self._record(item, 0.0, False)))
         started = time.monotonic()

@@ -16,7 +16,7 @@ Interrupting (`Agent.interrupt()`) cancels whatever the turn awaits (model strea
 approval, tools; a running Bash is killed with its process group); the turn then
 repairs history and ends with `TurnEnd("interrupted")`. It does so by cancelling the
 task that iterates the turn, so iterate it in a task that awaits nothing else between
-events (the TUI pumps it into a queue: `tui/turns.py`).
+events (the front ends pump it into a queue: `core/engine/pump.py`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..repo_files import RepoFileError, load_json, load_toml, read_repo_text
+from ..terminal import reveal_line
 
 if TYPE_CHECKING:  # the shell reader stays off the first frame (settings are read before it)
     from ..permissions.workspace_code import Footprint
@@ -439,3 +440,18 @@ def merge(*layers: list[ServerSpec], notices: list[str] | None = None) -> list[S
 
 def process_env() -> dict[str, str]:
     return dict(os.environ)
+
+
+def environment_lines(spec: ServerSpec) -> list[str]:
+    """Each value that reads one of the person's environment variables, as the file wrote
+    it, and the variables' names: a header reading `${OPENAI_API_KEY}` must not pass for a
+    build tag. Plain text (every byte revealed), never markup."""
+    lines = []
+    for where, text, names in environment_reads(spec):
+        said = [
+            f"your environment variable {name}"
+            + (", which holds your model's API key: not passed, it reads as empty" if name in spec.withheld else "")
+            for name in names
+        ]
+        lines.append(f"  {reveal_line(where)}: {reveal_line(text)} (reads {'; '.join(said)})")
+    return lines

@@ -42,6 +42,9 @@ class ApprovalRequest:
     agent: str = ""
     """Which sub-agent asks, and for which task (`explore-2 · #3 Write the tests`); empty
     for the main agent."""
+    call_id: str = ""
+    """The tool call asked about (an ACP client shows the question on that call); empty
+    for a question about no call (a custom command's shell lines)."""
     remembered_for: str = ""
     """Set when the question is about a file's shell commands (a custom command): yes is
     remembered for this version of that file, named here; there is no rule to add and no
@@ -50,8 +53,10 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalAnswer:
-    decision: Literal["yes", "always", "always_server", "no", "feedback"]
-    """`always` adds the request's `suggested_rule`, `always_server` its `server_rule`."""
+    decision: Literal["yes", "always", "always_server", "no", "never", "feedback"]
+    """`always` adds the request's `suggested_rule`, `always_server` its `server_rule`;
+    `never` is a no that also denies the `suggested_rule` for the rest of the session (an
+    ACP client's "reject always")."""
     feedback: str = ""
 
 

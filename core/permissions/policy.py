@@ -183,6 +183,12 @@ class PermissionPolicy:
         if parsed not in self.session_allow:
             self.session_allow.append(parsed)
 
+    def add_session_deny(self, rule: str) -> None:
+        """ "Reject always": calls the rule names are denied, unasked, until the process ends."""
+        parsed = Rule.parse(rule)
+        if parsed not in self.deny:
+            self.deny.append(parsed)
+
     def decide(self, tool: Declared, args: Mapping[str, Any], turn: Sequence[Rule] = ()) -> Decision:
         """See the module docstring for the order. `args` as the tool will read them
         (`Tool.check`), so the paths judged are the paths it uses. `turn`: what the asking

@@ -135,6 +135,8 @@ class Tool:
     commands: Callable[[dict[str, Any], ToolContext], list[tuple[str, str]]] | None = None
     """The shell commands a call sets to run later, as (what, command): a task's check,
     set, changed or removed. The gate judges each as a Bash call of it, at that moment."""
+    live: bool = False
+    """A call alone in its group shows events while it runs (`ctx.live`): Bash's output."""
 
     def __post_init__(self) -> None:
         check_declaration(self.name, self.kind, self.paths, self.network)
@@ -165,6 +167,7 @@ def declare(
     description: str | None = None,
     fan_out: bool = False,
     commands: Callable[[A, ToolContext], list[tuple[str, str]]] | None = None,
+    live: bool = False,
 ) -> Tool:
     """A tool from its arguments model and its function. The description defaults to the
     Markdown file named after the tool in this package (`TaskCreate` → `task_create.md`).
@@ -210,6 +213,7 @@ def declare(
         network=network,
         fan_out=fan_out,
         commands=None if commands is None else lambda args, ctx: commands(parse_as(arguments, args), ctx),
+        live=live,
     )
 
 

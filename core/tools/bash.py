@@ -8,6 +8,7 @@ command that finishes normally leaves its background jobs running.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import signal
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from ..events import Event, ToolOutput
 from ..pipes import PROC, CappedOutput, open_read_pipe, stop_group
 from ..sandbox import Sandbox, SandboxUnavailable, failure_note
 from .arguments import Arguments, Count, Flag, Hint, Text
@@ -140,6 +142,46 @@ def exit_note(code: int) -> str:
 def with_note(output: str, note: str) -> str:
     output = output.rstrip("\n")
     return f"{output}\n{note}" if output else note
+
+
+class LiveOutput(CappedOutput):
+    """Collects as `CappedOutput` does, and shows what arrives while the command runs
+    (`ToolOutput` through `show`): at most every `SHOW_EVERY` seconds, the first
+    `SHOW_LIMIT` bytes (the rest is in the result), decoded as UTF-8 across chunks."""
+
+    SHOW_EVERY = 0.1
+    SHOW_LIMIT = 256 * 1024
+
+    def __init__(self, call_id: str, show: Callable[[Event], None]) -> None:
+        super().__init__(HEAD_BYTES, TAIL_BYTES)
+        self._call_id, self._show = call_id, show
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending: list[str] = []
+        self._shown = 0
+        self._flush: asyncio.TimerHandle | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        super().feed(chunk)
+        room = self.SHOW_LIMIT - self._shown
+        if room <= 0:
+            return
+        self._shown += min(len(chunk), room)
+        if text := self._decoder.decode(chunk[:room]):
+            self._pending.append(text)
+        if self._flush is None and self._pending:
+            self._flush = asyncio.get_running_loop().call_later(self.SHOW_EVERY, self.flush)
+
+    def flush(self) -> None:
+        self._flush = None
+        if self._pending:
+            text, self._pending = "".join(self._pending), []
+            self._show(ToolOutput(self._call_id, text))
+
+    def close(self) -> None:
+        """The command ended: no flush is left waiting (its result shows it all)."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
 
 
 def capped_output() -> CappedOutput:
@@ -272,9 +314,19 @@ async def _bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
         if ctx.shells is None:
             raise ToolError("background commands are not available here")
         return ToolResult(await ctx.shells.start(args.command, ctx, sandbox))
-    return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env), sandbox=sandbox)
+    if ctx.live is None:
+        return await run_command(args.command, ctx.workspace, timeout, child_env(ctx.hidden_env), sandbox=sandbox)
+    output = LiveOutput(ctx.call_id, ctx.live)
+    try:
+        return await run_command(
+            args.command, ctx.workspace, timeout, child_env(ctx.hidden_env), output, sandbox=sandbox
+        )
+    finally:
+        output.close()
 
 
-BASH = declare("Bash", BashArgs, _bash, kind="execute", summarize=lambda args: short(args.get("command", "")))
+BASH = declare(
+    "Bash", BashArgs, _bash, kind="execute", summarize=lambda args: short(args.get("command", "")), live=True
+)
 
 TOOLS = [BASH]

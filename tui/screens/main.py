@@ -36,6 +36,7 @@ from textual.worker import Worker, WorkerState
 
 from todo_agent.core.changes.prompt_rewind import Outcome, PromptPlan, Scope
 from todo_agent.core.changes.rewind import RewindPlan
+from todo_agent.core.engine.pump import turn_events
 from todo_agent.core.events import AgentEvent, AgentFinished, AgentStarted, Event, GoalProgress, Usage
 from todo_agent.core.hooks.wiring import SessionSource
 from todo_agent.core.mcp.server import McpServer
@@ -50,7 +51,6 @@ from ..commands import SLASH_COMMANDS, SlashCommand, looks_like_command, parse
 from ..handler import EventHandler
 from ..notify import LONG_TURN
 from ..transcript import Entry, NoticeEntry, PlainEntry, ToolEntry, ToolStatus, UserEntry, entries_from_history
-from ..turns import turn_events
 from ..widgets.conversation import Conversation
 from ..widgets.markdown_blocks import preload as preload_markdown
 from ..widgets.prompt import PromptBox, PromptInput, Suggestions

@@ -17,7 +17,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.content import Content
 
-from todo_agent.core.mcp.config import ServerSpec, environment_reads
+from todo_agent.core.mcp.config import ServerSpec, environment_lines, environment_reads
 from todo_agent.core.terminal import reveal_line
 
 from .trust import TrustScreen, hides, revealed
@@ -38,21 +38,6 @@ def server_lines(spec: ServerSpec) -> Content:
     lines += [Content(line) for line in environment_lines(spec)]
     lines += [Content("  " + reveal_line(line)) for line in (spec.code.lines() if spec.code else ())]
     return Content("\n").join(lines)
-
-
-def environment_lines(spec: ServerSpec) -> list[str]:
-    """Each value that reads one of the person's environment variables, as the file wrote
-    it, and the variables' names: a header reading `${OPENAI_API_KEY}` must not pass for a
-    build tag. Plain text (every byte revealed), never markup."""
-    lines = []
-    for where, text, names in environment_reads(spec):
-        said = [
-            f"your environment variable {name}"
-            + (", which holds your model's API key: not passed, it reads as empty" if name in spec.withheld else "")
-            for name in names
-        ]
-        lines.append(f"  {reveal_line(where)}: {reveal_line(text)} (reads {'; '.join(said)})")
-    return lines
 
 
 class McpTrustScreen(TrustScreen):

@@ -1,4 +1,4 @@
-"""Run an agent turn in its own task and hand its events over a queue.
+"""Run an agent turn in its own task and hand its events over a queue (the TUI, the ACP agent).
 
 `Agent.interrupt()` cancels the task that iterates the turn. Iterating in a task of our
 own means that cancellation lands in the agent's awaits (where the agent turns it into

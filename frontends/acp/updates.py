@@ -1,0 +1,334 @@
+"""What the core's events and values look like to an ACP client: plan entries with their
+owners, tool calls (kind, title, locations, diffs, output), a sub-agent's live lines, and a
+saved session's history replayed.
+
+Everything a client shows is text it may render as Markdown (Zed does): a tool's output and
+a command go inside a fence longer than any run of backticks in them, so nothing the model,
+a command or a file wrote is read as markup there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PlanEntry,
+    TextContentBlock,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from todo_agent.core.events import (
+    Compacted,
+    Error,
+    Event,
+    GoalProgress,
+    HookResult,
+    Notice,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from todo_agent.core.session.transcript import CompactionMark, TranscriptItem
+from todo_agent.core.tasks.model import Task
+
+Kind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+
+KINDS: dict[str, Kind] = {
+    "Read": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Grep": "search",
+    "Glob": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "TodoWrite": "think",
+    "TaskCreate": "think",
+    "TaskUpdate": "think",
+    "TaskList": "think",
+    "TaskGet": "think",
+}
+OUTPUT_LIMIT = 20_000
+"""Characters of a tool's output a client is sent (its head and tail); the model has it all."""
+OLD_TEXT_LIMIT = 1_000_000
+"""Bytes of a file a Write's diff shows as its old text; a bigger file shows as new."""
+META = "todo_agent"
+"""The key of todo-agent's own part of each `_meta`."""
+
+
+def kind_of(tool: str) -> Kind:
+    return KINDS.get(tool, "other")
+
+
+def title_of(tool: str, summary: str) -> str:
+    """`Bash(pytest -q)`, as the TUI's `⏺` line reads; one line, at most 200 characters."""
+    line = " ".join(summary.split())
+    title = f"{tool}({line})" if line else tool
+    return title if len(title) <= 200 else title[:199] + "…"
+
+
+def fenced(text: str, language: str = "") -> str:
+    """`text` as a Markdown code block no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def text_content(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
+
+
+def _cut(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… {len(text) - limit:,} characters not shown here …\n{text[-half:]}"
+
+
+def _path_of(arguments: dict[str, Any], workspace: Path) -> Path | None:
+    for key in ("file_path", "path", "notebook_path"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value and "\x00" not in value:
+            path = Path(value)
+            return path if path.is_absolute() else workspace / path
+    return None
+
+
+def locations(arguments: dict[str, Any], workspace: Path) -> list[ToolCallLocation]:
+    path = _path_of(arguments, workspace)
+    if path is None:
+        return []
+    line = arguments.get("offset")
+    return [ToolCallLocation(path=str(path), line=line if isinstance(line, int) and line > 0 else None)]
+
+
+def _old_text(path: Path) -> str | None:
+    """A file's text before a Write, for its diff; None when it is new, big or not text."""
+    try:
+        if not path.is_file() or path.stat().st_size > OLD_TEXT_LIMIT:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def call_content(tool: str, arguments: dict[str, Any], workspace: Path) -> list[Any]:
+    """What a call will do, as the TUI's approval shows it: Edit and Write as diffs (the
+    edited span, or the file before and after), a command as a fenced block."""
+    path = _path_of(arguments, workspace)
+    if tool == "Edit" and path is not None:
+        old, new = arguments.get("old_string"), arguments.get("new_string")
+        if isinstance(old, str) and isinstance(new, str):
+            return [FileEditToolCallContent(type="diff", path=str(path), old_text=old, new_text=new)]
+    if tool == "MultiEdit" and path is not None and isinstance(edits := arguments.get("edits"), list):
+        return [
+            FileEditToolCallContent(type="diff", path=str(path), old_text=e["old_string"], new_text=e["new_string"])
+            for e in edits
+            if isinstance(e, dict) and isinstance(e.get("old_string"), str) and isinstance(e.get("new_string"), str)
+        ]
+    if tool == "Write" and path is not None and isinstance(content := arguments.get("content"), str):
+        return [FileEditToolCallContent(type="diff", path=str(path), old_text=_old_text(path), new_text=content)]
+    if tool == "Bash" and isinstance(command := arguments.get("command"), str):
+        return [text_content(fenced(command, "sh"))]
+    return []
+
+
+def started(event: ToolStarted, workspace: Path, meta: dict[str, Any] | None = None) -> ToolCallStart:
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=event.call_id,
+        title=title_of(event.name, event.summary),
+        kind=kind_of(event.name),
+        status="in_progress",
+        content=call_content(event.name, event.arguments, workspace) or None,
+        locations=locations(event.arguments, workspace) or None,
+        raw_input=event.arguments,
+        field_meta=meta,
+    )
+
+
+def running(call_id: str, shown: Sequence[Any], printed: str) -> ToolCallProgress:
+    """A running command: what its start showed, then what it printed so far."""
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        status="in_progress",
+        content=[*shown, text_content(fenced(printed))],
+    )
+
+
+def finished(event: ToolFinished, shown_before: Sequence[Any] = ()) -> ToolCallProgress:
+    """The call's end: its output after what its start showed (a diff stays in view)."""
+    output = _cut(event.output)
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=event.call_id,
+        status="completed" if event.status == "ok" and not event.is_error else "failed",
+        content=[*shown_before, text_content(fenced(output))] if output else list(shown_before) or None,
+        raw_output={"status": event.status, "output": output},
+    )
+
+
+# --- the plan ---------------------------------------------------------------------------
+
+
+def _priority(task: Task, open_ids: set[str]) -> Literal["high", "medium", "low"]:
+    """In progress: high; pending and free to start: medium; waiting on an open task, or done: low."""
+    if task.status == "in_progress":
+        return "high"
+    if task.status == "pending" and not any(blocker in open_ids for blocker in task.blockedBy):
+        return "medium"
+    return "low"
+
+
+def task_meta(task: Task) -> dict[str, Any]:
+    """What a client that knows todo-agent may show beside an entry: who owns it, what it
+    waits on, its check and whether that check passed."""
+    last = task.checks[-1] if task.checks else None
+    return {
+        "id": task.id,
+        "owner": task.claim.agent if task.claim is not None else task.owner,
+        "activeForm": task.activeForm,
+        "blockedBy": list(task.blockedBy),
+        "blocks": list(task.blocks),
+        "check": task.verify,
+        "verified": task.verified_at is not None,
+        "checkRunning": task.check_running is not None,
+        "lastCheckExit": last.exit if last is not None else None,
+        "createdBy": task.created_by,
+    }
+
+
+def plan_update(tasks: Iterable[Task]) -> AgentPlanUpdate:
+    """Every task in order: the subject, its status, a priority, and `_meta.todo_agent`."""
+    tasks = list(tasks)
+    open_ids = {t.id for t in tasks if t.status != "completed"}
+    return AgentPlanUpdate(
+        session_update="plan",
+        entries=[
+            PlanEntry(
+                content=f"#{t.id} {t.subject}",
+                status=t.status,
+                priority=_priority(t, open_ids),
+                field_meta={META: task_meta(t)},
+            )
+            for t in tasks
+        ],
+    )
+
+
+# --- a saved session, replayed ------------------------------------------------------------
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def replay(transcript: Sequence[TranscriptItem], summarize: Any, status_of: Any, workspace: Path) -> list[Any]:
+    """A saved session as the updates a client would have seen: the person's words, the
+    answers and thoughts, each call with its result. Compactions are a one-line thought."""
+    updates: list[Any] = []
+    calls: dict[str, str] = {}
+    for item in transcript:
+        if isinstance(item, CompactionMark):
+            updates.append(_thought("(earlier conversation compacted)"))
+            continue
+        role = item.get("role")
+        if role == "user":
+            if text := _text(item.get("content")):
+                updates.append(UserMessageChunk(session_update="user_message_chunk", content=_block(text)))
+        elif role == "assistant":
+            if reasoning := item.get("reasoning_content"):
+                updates.append(_thought(str(reasoning)))
+            if text := _text(item.get("content")):
+                updates.append(AgentMessageChunk(session_update="agent_message_chunk", content=_block(text)))
+            for call in item.get("tool_calls") or []:
+                function = call.get("function") or {}
+                name = str(function.get("name", ""))
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except (TypeError, ValueError):
+                    arguments = {}
+                arguments = arguments if isinstance(arguments, dict) else {}
+                calls[str(call.get("id", ""))] = name
+                event = ToolStarted(str(call.get("id", "")), name, arguments, summarize(name, arguments))
+                updates.append(started(event, workspace))
+        elif role == "tool":
+            call_id = str(item.get("tool_call_id", ""))
+            status = status_of(call_id) or "ok"
+            output = _text(item.get("content"))
+            updates.append(
+                finished(ToolFinished(call_id, calls.get(call_id, ""), output, status != "ok", _status(status)))
+            )
+    return updates
+
+
+def _status(status: str) -> Literal["ok", "error", "denied", "cancelled"]:
+    return status if status in ("ok", "error", "denied", "cancelled") else "error"  # type: ignore[return-value]
+
+
+def _block(text: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=text)
+
+
+def _thought(text: str) -> AgentThoughtChunk:
+    return AgentThoughtChunk(session_update="agent_thought_chunk", content=_block(text))
+
+
+def said(event: Event) -> AgentMessageChunk | AgentThoughtChunk | None:
+    """The events that are words: the answer, the thought, and the lines worth a person's
+    eye (a warning, an error, a wait for the server, a compaction, a goal's progress)."""
+    words: tuple[str, bool] | None = None  # the text, and whether it is a thought
+    match event:
+        case TextDelta(text=text):
+            words = text, False
+        case ReasoningDelta(text=text):
+            words = text, True
+        case Retrying():
+            words = event.describe(), True
+        case Notice(level="warning" | "error"):
+            words = f"\n\n⚠ {event.text}\n\n", False
+        case HookResult() if event.noteworthy:
+            words = f"\n\n⚠ {event.describe()}\n\n", False
+        case Error(message=text):
+            words = f"\n\nError: {text}\n\n", False
+        case Compacted():
+            words = f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens", True
+        case GoalProgress():
+            words = event.label(), True
+    if words is None:
+        return None
+    return _thought(words[0]) if words[1] else message(words[0])
+
+
+def message(text: str) -> AgentMessageChunk:
+    return AgentMessageChunk(session_update="agent_message_chunk", content=_block(text))
+
+
+def thought(text: str) -> AgentThoughtChunk:
+    return _thought(text)
