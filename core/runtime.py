@@ -79,6 +79,7 @@ from .tasks.reminders import Work, task_reminder_provider, unfinished_stop_check
 from .tasks.store import TaskStore
 from .tools import bash, files, fs, search, shells, web_fetch
 from .tools.base import Tool
+from .tools.channel import FileChannel
 from .tools.context import HIDDEN_ENV
 from .tools.images import images_provider
 from .tools.shells import Shells
@@ -242,7 +243,7 @@ class Runtime:
         # the parts (`core/face/`)
         "plan", "team", "mcp", "sessions", "turn", "trust",
         # building and ending one; who answers approvals
-        "create", "warm_up", "close", "stop_background", "approver", "set_approver",
+        "create", "warm_up", "close", "stop_background", "approver", "set_approver", "set_file_channel",
         # the model, the window, the permission mode
         "model_name", "model_label", "reasoning_effort", "set_model", "set_effort", "server_notices",
         "window_source", "mode", "set_mode", "cycle_mode", "startup_notices",
@@ -266,6 +267,7 @@ class Runtime:
         """The goal of `/goal` or `--goal`, the latest one (`goal.over` once it ended)."""
         """What `warm_up()` learnt that the person should know (shown once, after it)."""
         self._warming = threading.Lock()
+        self.file_channel: FileChannel | None = None
         # The front ends' face, in parts (`core/face/`): views over the current session.
         self.plan = Plan(self)
         self.team = TeamFace(self)
@@ -566,6 +568,13 @@ class Runtime:
         self.sandbox.close()
         self.session.close()
 
+    def set_file_channel(self, channel: FileChannel | None) -> None:
+        """Where Read, Edit and Write (and the change records and stale-file checks) take
+        and put files from now on: an ACP client's editor; None for the disk."""
+        self.file_channel = channel
+        self.agent.channel = channel
+        self.changes.reader = channel.read if channel is not None and channel.reads else None
+
     def set_approver(self, approver: Approver | None) -> None:
         """Who answers approvals from now on (the TUI's modal; None in headless mode)."""
         self.approver = approver
@@ -647,6 +656,7 @@ class Runtime:
         self.shells.continue_from(session.shells)
         self._open_task_files()
         self.agent = self._make_agent()
+        self.set_file_channel(self.file_channel)  # the front end's, kept across sessions
 
     def _files_of(self, task_id: str) -> list[str]:
         """The files changed under a task, as its change record has them."""

@@ -329,6 +329,7 @@ class Team:
             agent=child.ref,
             sandbox=main.sandbox,
             shells=main.shells,
+            channel=main.channel,
             files=FileLedger(self.holds.holder_for(child.ref), self.holds.wrote_by(child.ref, lambda: key)),
             images=images,
         )

@@ -158,6 +158,9 @@ class ChangeLog:
         self.seq = 0
         self.warning: str | None = None
         self._memory: dict[str, bytes] = {}
+        self.reader: Callable[[Path], bytes | None] | None = None
+        """Where a file's content is read before the disk (an ACP client's editor, the
+        channel the file tools use; `core/tools/channel.py`); None: the disk alone."""
 
     @classmethod
     def for_session(cls, session_path: Path | None, workspace: Path) -> ChangeLog:
@@ -234,6 +237,8 @@ class ChangeLog:
 
         Only a regular file has content (`on_disk.look`: never blocks, never follows a
         final symlink): a directory, FIFO or socket where the file was counts as gone."""
+        if self.reader is not None and (data := self.reader(path)) is not None:
+            return self.keep(data)  # the editor's copy, which the file tools read and wrote
         now = look(path, MAX_KEEP_BYTES)
         if now.kind == "file":
             if now.data is None:

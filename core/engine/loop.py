@@ -72,6 +72,7 @@ from ..tasks.model import AgentRef, StoreError
 from ..tasks.reminders import reminder_text
 from ..tasks.store import TaskStore
 from ..tools.base import Tool
+from ..tools.channel import FileChannel
 from ..tools.context import HIDDEN_ENV, ToolContext
 from ..tools.images import Image
 from ..tools.ledger import FileLedger
@@ -144,6 +145,8 @@ class Agent:
     images: list[Image] | None = None
     """Images its tools returned, waiting for its next request (a `before_request` provider
     sends them: `core/tools/images.py`); None: the model takes no images."""
+    channel: FileChannel | None = None
+    """Where the file tools read and write when not the disk (an ACP client's editor)."""
     spend: Spend = field(default_factory=Spend)
     """Prompt tokens this agent's requests took, and the plan's part (from the session on resume)."""
     steering: list[str] = field(default_factory=list)
@@ -727,6 +730,7 @@ class Agent:
             sandbox=self.sandbox,
             shells=self.shells,
             images=self.images,
+            channel=self.channel,
         )
 
     def _record(self, call_id: str, output: str, status: Status) -> str:

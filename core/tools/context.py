@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..session.transcript import Session
     from ..tasks.model import AgentRef
     from ..tasks.store import TaskStore
+    from .channel import FileChannel
     from .images import Image
     from .ledger import FileLedger
     from .shells import Shells
@@ -48,6 +49,9 @@ class ToolContext:
     files: FileLedger | None = None
     """What this agent last read of each file: Edit and Write refuse a file that changed
     since, or that another agent's task holds (`ledger.py`)."""
+    channel: FileChannel | None = None
+    """Where Read, Edit and Write take and put a file's text when not the disk (an ACP
+    client's editor, `channel.py`); None: the disk."""
     live: Callable[[Event], None] | None = None
     """Shows an event now, while the call still runs (a sub-agent's progress); None where
     nothing is shown live. `emit` is for what the call leaves behind, shown after the batch."""

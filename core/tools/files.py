@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import Field
 
 from .arguments import AnyText, Arguments, Count, Flag, PathText
 from .base import declare, parse_as
+from .channel import FileChannel
 from .context import ToolContext
 from .fs import (
     BINARY_SAMPLE,
@@ -52,8 +54,27 @@ _Window = tuple[list[str], int]
 # --- Read ---------------------------------------------------------------------------
 
 
+def _opened(path: Path, shown: str, channel: FileChannel | None) -> IO[bytes] | None:
+    """The file to read: the channel's copy when it has one (an editor's buffer), else the
+    regular file on disk (`open_regular`); None when there is neither."""
+    data = channel.read(path) if channel is not None and channel.reads else None
+    return io.BytesIO(data) if data is not None else open_regular(path, shown)
+
+
+def _put(path: Path, shown: str, data: bytes, channel: FileChannel | None) -> None:
+    """Give the file `data`: through the channel when it takes it, else on disk at once."""
+    if channel is None or not channel.writes or not channel.write(path, data):
+        replace_file(path, shown, data)
+
+
 def read_window(
-    path: Path, shown: str, offset: int, limit: int, ledger: FileLedger | None = None
+    path: Path,
+    shown: str,
+    offset: int,
+    limit: int,
+    ledger: FileLedger | None = None,
+    *,
+    channel: FileChannel | None = None,
 ) -> tuple[list[str], int]:
     """Numbered lines offset..offset+limit-1 and the file's total line count; `ledger`
     learns the content read (its hash).
@@ -61,7 +82,7 @@ def read_window(
     Streams the file a bounded piece at a time: memory depends on neither the file's
     size nor its longest line.
     """
-    opened = open_regular(path, shown)
+    opened = _opened(path, shown, channel)
     if opened is None:
         raise ToolError(f"File does not exist: {shown}")
     picked: list[str] = []
@@ -92,10 +113,12 @@ class ReadArgs(Arguments):
     limit: Count = Field(None, ge=1, description=f"Number of lines to read (default {DEFAULT_LIMIT}).")
 
 
-def _read_file(path: Path, shown: str, offset: int, limit: int, ledger: FileLedger | None) -> ImageFile | _Window:
+def _read_file(
+    path: Path, shown: str, offset: int, limit: int, ledger: FileLedger | None, *, channel: FileChannel | None = None
+) -> ImageFile | _Window:
     """An image file as one (its bytes say so), any other as `read_window` reads it."""
     image = read_image(path, shown, named=False, ledger=ledger)
-    return image if image is not None else read_window(path, shown, offset, limit, ledger)
+    return image if image is not None else read_window(path, shown, offset, limit, ledger, channel=channel)
 
 
 def _image_result(image: ImageFile, shown: str, ctx: ToolContext) -> str:
@@ -115,7 +138,7 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
     # Models trained on 0-based APIs send offset=0; treat it as the first line.
     offset = max(args.offset or 1, 1)
     limit = args.limit or DEFAULT_LIMIT
-    read = await asyncio.to_thread(_read_file, path, shown, offset, limit, ctx.files)
+    read = await asyncio.to_thread(lambda: _read_file(path, shown, offset, limit, ctx.files, channel=ctx.channel))
     if isinstance(read, ImageFile):
         return _image_result(read, shown, ctx)
     lines, total = read
@@ -133,7 +156,9 @@ async def _read(args: ReadArgs, ctx: ToolContext) -> str:
 # --- Write --------------------------------------------------------------------------
 
 
-def _write_file(path: Path, shown: str, content: str, ledger: FileLedger | None = None) -> bool:
+def _write_file(
+    path: Path, shown: str, content: str, ledger: FileLedger | None = None, channel: FileChannel | None = None
+) -> bool:
     """Write `content` exactly (no newline translation); True if the file existed."""
     try:
         data = content.encode("utf-8", "surrogateescape")
@@ -142,14 +167,16 @@ def _write_file(path: Path, shown: str, content: str, ledger: FileLedger | None 
     with write_lock(path):
         existed = regular_file_exists(path, shown)
         if ledger is not None:
-            ledger.check(path, shown, lambda: _current(path) if existed else None)
-        replace_file(path, shown, data)
+            ledger.check(path, shown, lambda: _current(path, channel) if existed else None)
+        _put(path, shown, data, channel)
         if ledger is not None:
             ledger.wrote(path, data)
     return existed
 
 
-def _current(path: Path) -> bytes | None:
+def _current(path: Path, channel: FileChannel | None = None) -> bytes | None:
+    if channel is not None and channel.reads and (data := channel.read(path)) is not None:
+        return data
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -166,7 +193,7 @@ class WriteArgs(Arguments):
 async def _write(args: WriteArgs, ctx: ToolContext) -> str:
     path = ctx.resolve(args.file_path)
     shown = display_path(path, ctx)
-    existed = await asyncio.to_thread(_write_file, path, shown, args.content, ctx.files)
+    existed = await asyncio.to_thread(_write_file, path, shown, args.content, ctx.files, ctx.channel)
     how = "overwrote the existing file" if existed else "created a new file"
     return f"Wrote {plural(line_count(args.content), 'line')} to {shown} ({how})."
 
@@ -186,9 +213,9 @@ class _Change:
     created: bool = False
 
 
-def _read_for_edit(path: Path, shown: str) -> str | None:
+def _read_for_edit(path: Path, shown: str, channel: FileChannel | None = None) -> str | None:
     """The file's text, exactly recoverable with `surrogateescape`; None if missing."""
-    opened = open_regular(path, shown)
+    opened = _opened(path, shown, channel)
     if opened is None:
         return None
     try:
@@ -260,7 +287,7 @@ def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[Path, str, _Change]:
     old, new, replace_all = args.old_string, args.new_string, args.replace_all
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    before = _read_for_edit(path, shown)
+    before = _read_for_edit(path, shown, ctx.channel)
     if not old:
         if before:
             raise ToolError(
@@ -278,13 +305,13 @@ def _edit_file(args: EditArgs, ctx: ToolContext) -> str:
     target = ctx.resolve(args.file_path)
     with write_lock(target):
         if ctx.files is not None:  # before the edit is worked out: a stale file is the news, not a missing string
-            ctx.files.check(target, display_path(target, ctx), lambda: _current(target))
+            ctx.files.check(target, display_path(target, ctx), lambda: _current(target, ctx.channel))
         path, shown, change = _plan_edit(args, ctx)
         try:
             data = change.after.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError as exc:
             raise ToolError("new_string contains characters that cannot be written as UTF-8") from exc
-        replace_file(path, shown, data)
+        _put(path, shown, data, ctx.channel)
         if ctx.files is not None:
             ctx.files.wrote(path, data)
     if change.created:
@@ -319,7 +346,7 @@ def preview_edit(args: dict[str, Any], ctx: ToolContext) -> str:
         if regular_file_exists(path, shown) and path.stat().st_size > PREVIEW_INPUT_MAX_CHARS:
             # Write never reads the old file; do not load a huge one just to say it is huge.
             return too_big_note(count_lines(path), content)
-        return unified_diff(_read_for_edit(path, shown) or "", content, shown)
+        return unified_diff(_read_for_edit(path, shown, ctx.channel) or "", content, shown)
     except ToolError as exc:
         return f"(cannot preview: {exc})"
     except Exception as exc:  # the approval prompt must open even if the preview breaks

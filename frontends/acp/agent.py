@@ -37,6 +37,7 @@ from todo_agent.core.runtime import Runtime
 from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import SettingsError, load_config
 
+from .files import ClientFiles
 from .prompts import prompt_text
 from .session import AcpSession
 from .tasks import apply_task_update
@@ -138,6 +139,7 @@ class TodoAgentAcp:
             runtime, self.conn, started_in_bypass=config.permission_mode == "bypassPermissions", client=self.client
         )
         runtime.set_approver(session.approve)
+        runtime.set_file_channel(ClientFiles(self.conn, session.id, self.client, runtime.config.workspace))
         self.sessions[session.id] = session
         _log_beside(runtime.sessions.path)
         runtime.mcp.start()  # project servers wait for the person's yes (asked before the first prompt)
