@@ -1,7 +1,9 @@
 """The client's editor as the file tools' channel (`core/tools/channel.py`): with
 `fs.readTextFile`, Read (and the change record, and the stale-file check) read the
 editor's buffer, saved or not; with `fs.writeTextFile`, Edit and Write put their text
-there. Anything the client cannot or will not take goes to the disk, as without a client.
+there. What the protocol cannot carry (a file outside the workspace, bytes that are not
+UTF-8) goes to the disk, as without a client; a write the client refuses fails the edit
+(its person may have said no), and is never made on the disk behind its back.
 
 The tools call from their worker threads; each call is sent on the event loop and waited
 for there, at most `TIMEOUT` seconds. Never called on the loop itself (it would wait on
@@ -18,10 +20,14 @@ from pathlib import Path
 from acp.interfaces import Client
 from acp.schema import ClientCapabilities
 
+from todo_agent.core.tools.results import ToolError
+
 log = logging.getLogger(__name__)
 
 TIMEOUT = 30.0
-"""Seconds one read or write through the client may take before the disk is used."""
+"""Seconds one read through the client may take before the disk is read."""
+WRITE_TIMEOUT = 3600.0
+"""Seconds a write through the client may wait (its person may be asked); then the edit fails."""
 
 
 class ClientFiles:
@@ -56,9 +62,8 @@ class ClientFiles:
         except UnicodeDecodeError:
             return False  # not text the protocol can carry: written to the disk as it is
         call = self.conn.write_text_file(session_id=self.session_id, path=str(path), content=text)
-        try:
-            asyncio.run_coroutine_threadsafe(call, self.loop).result(TIMEOUT)
+        try:  # a client may ask its person first (acpx does): no short limit, and no disk after a no
+            asyncio.run_coroutine_threadsafe(call, self.loop).result(WRITE_TIMEOUT)
         except Exception as exc:
-            log.warning("write of %s through the client failed (%s); written to the disk", path, exc)
-            return False
+            raise ToolError(f"the editor did not write {path.name}: {exc or type(exc).__name__}") from None
         return True

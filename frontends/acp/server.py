@@ -11,13 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 from typing import Any, cast
 
 from acp import run_agent, stdio_streams
 from acp.interfaces import Agent
 
+from todo_agent.core.stop_signals import exit_status, on_stop_signals
+
 from .agent import TodoAgentAcp
+
+log = logging.getLogger(__name__)
 
 STREAM_LIMIT = 50 * 1024 * 1024
 """Bytes of one JSON-RPC message the reader takes (a prompt with a big embedded file)."""
@@ -37,10 +42,26 @@ async def _serve(flags: dict[str, Any], protocol: Any) -> int:
         reader, writer = await stdio_streams(limit=STREAM_LIMIT)
     finally:
         sys.stdout = real
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    # ctrl+c in a terminal reaches the client and its agent alike: the client says what to
+    # stop (session/cancel). A handler, not SIG_IGN, so the model's commands keep the default.
+    loop.add_signal_handler(signal.SIGINT, lambda: log.info("SIGINT ignored: the client cancels with session/cancel"))
+    stopped: list[signal.Signals] = []
+
+    def stop(sig: signal.Signals) -> None:  # SIGTERM, SIGHUP: every session stops cleanly
+        stopped.append(sig)
+        task.cancel()
+
+    release = on_stop_signals(loop, stop)
     agent = TodoAgentAcp(flags)
     try:
         # Duck-typed: a method it lacks (session/list, fork, …) answers -32601, method not found.
         await run_agent(cast(Agent, agent), writer, reader)
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
     finally:
         await agent.close()
-    return 0
+        release()
+    return exit_status(stopped[0]) if stopped else 0

@@ -263,7 +263,9 @@ class AcpSession:
         """The gate's question as `session/request_permission`: the call as a tool call (its
         diff or command), allow once / always (the rule, named) / reject once / always."""
         call_id = request.call_id or f"approval-{id(request)}"
-        title = updates.title_of(request.tool, request.summary)
+        # A command is named by itself (the TUI shows the model's description beside it).
+        named = request.preview if request.preview_kind == "command" and request.preview else request.summary
+        title = updates.title_of(request.tool, named)
         if request.agent:
             title = f"{request.agent} · {title}"
         content = updates.call_content(request.tool, request.arguments, self.workspace)

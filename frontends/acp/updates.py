@@ -184,7 +184,6 @@ def finished(event: ToolFinished, shown_before: Sequence[Any] = ()) -> ToolCallP
         tool_call_id=event.call_id,
         status="completed" if event.status == "ok" and not event.is_error else "failed",
         content=[*shown_before, text_content(fenced(output))] if output else list(shown_before) or None,
-        raw_output={"status": event.status, "output": output},
     )
 
 
