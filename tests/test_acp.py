@@ -47,7 +47,7 @@ def agent_command() -> list[str]:
 
 class Client:
     """An ACP client that records every update and answers permissions from `answers`
-    (option kinds, in order; `cancel` answers cancelled); none left: allow once."""
+    (option kinds, in order; `cancel` answers cancelled); none left: the first allow."""
 
     def __init__(self, answers: list[str] | None = None, buffers: dict[str, str] | None = None) -> None:
         self.updates: list[dict[str, Any]] = []
@@ -64,10 +64,10 @@ class Client:
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
     ) -> RequestPermissionResponse:
         self.asked.append((tool_call, options))
-        kind = self.answers.pop(0) if self.answers else "allow_once"
+        kind = self.answers.pop(0) if self.answers else "allow"
         if kind == "cancel":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        chosen = next(o for o in options if o.kind == kind)
+        chosen = next(o for o in options if o.kind.startswith(kind))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -234,8 +234,7 @@ async def test_cancel_stops_the_running_command_and_its_process_group(workspace:
     assert answer.stop_reason == "cancelled"
     shell, child = int((workspace / "shell.pid").read_text()), int((workspace / "child.pid").read_text())
     assert _gone(child) and _gone(shell)
-    with pytest.raises(ProcessLookupError):
-        os.killpg(shell, 0)  # the command's group is gone
+    assert _group_gone(shell)  # the command's whole group, reaped
 
 
 def _gone(pid: int, within: float = 10.0) -> bool:
@@ -246,6 +245,17 @@ def _gone(pid: int, within: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def _group_gone(pgid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def _alive(pid: int) -> bool:
@@ -459,3 +469,38 @@ def test_nothing_but_json_rpc_on_stdout_even_when_hooks_and_commands_print(works
     assert "FROM-BASH" in output  # the command's output, inside a JSON-RPC update
     assert "LEAKED" in stderr  # the hook's write to fd 1 went to stderr
     assert process.returncode == 0
+
+
+async def test_a_cancelled_question_is_a_no_and_leaves_the_project_untrusted(workspace: Path, tmp_path: Path) -> None:
+    settings = workspace / ".todo-agent" / "settings.toml"
+    settings.parent.mkdir()
+    settings.write_text('[[hooks.PreToolUse]]\ncommand = "touch hook-ran"\n')
+    (workspace / "a.txt").write_text("a\n")
+    model = script(tmp_path, {"steps": [{"tool_calls": [tc("Write", file_path="a.txt", content="b\n")]}, "left it"]})
+    client = Client(["cancel", "cancel"])
+    async with acp_agent(workspace, client, "--model", model) as (conn, session_id):
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("write")])
+    assert answer.stop_reason == "end_turn"
+    assert [call.title for call, _ in client.asked] == ["Run this project's hooks?", "Write(a.txt)"]
+    assert (workspace / "a.txt").read_text() == "a\n" and not (workspace / "hook-ran").exists()
+    again = Client()  # a new process asks again: nothing was remembered
+    async with acp_agent(workspace, again, "--model", model) as (conn, session_id):
+        await conn.prompt(session_id=session_id, prompt=[text_block("write")])
+    assert again.asked[0][0].title == "Run this project's hooks?" and (workspace / "hook-ran").exists()
+
+
+async def test_one_process_serves_sessions_in_two_folders(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    model = script(tmp_path, {"steps": [{"tool_calls": [tc("TaskCreate", subject="Here")]}, "planned"]})
+    client = Client()
+    async with acp_agent(workspace, client, "--model", model) as (conn, first):
+        second = (await conn.new_session(cwd=str(other), mcp_servers=[])).session_id
+        await conn.prompt(session_id=first, prompt=[text_block("plan")])
+        await conn.prompt(session_id=second, prompt=[text_block("/todos")])
+        with pytest.raises(RequestError):
+            await conn.new_session(cwd="relative/path", mcp_servers=[])
+    assert first != second
+    todos = [u["content"]["text"] for u in client.of_kind("agent_message_chunk") if "No tasks" in u["content"]["text"]]
+    assert todos  # the second folder's session has its own, empty, list
+    assert [e["content"] for e in client.of_kind("plan")[-1]["entries"]] == ["#1 Here"]

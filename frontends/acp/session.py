@@ -325,21 +325,11 @@ class AcpSession:
         self.trust_asked = True
         runtime = self.runtime
         if hooks := runtime.trust.untrusted_hooks:
-            text = trust.hooks_text(hooks, runtime.trust.settings_path, runtime.trust.hook_lines)
-            chosen = await self._ask(
-                ToolCallUpdate(
-                    tool_call_id="trust-hooks",
-                    title="Run this project's hooks?",
-                    kind="execute",
-                    status="pending",
-                    content=[updates.text_content(text)],
-                ),
-                [
-                    PermissionOption(
-                        option_id="yes", name="Run them (remembered until they change)", kind="allow_always"
-                    ),
-                    PermissionOption(option_id="no", name="Not now", kind="reject_once"),
-                ],
+            chosen = await self._question(
+                "trust-hooks",
+                "Run this project's hooks?",
+                trust.hooks_text(hooks, runtime.trust.settings_path, runtime.trust.hook_lines),
+                [("yes", "Run them (remembered until they change)", "allow_always"), ("no", "Not now", "reject_once")],
             )
             if chosen == "yes":
                 try:
@@ -347,20 +337,14 @@ class AcpSession:
                 except OSError as exc:
                     await self.send(updates.message(f"⚠ the hooks run, but their acceptance was not saved: {exc}\n\n"))
         if servers := runtime.mcp.untrusted():
-            chosen = await self._ask(
-                ToolCallUpdate(
-                    tool_call_id="trust-mcp",
-                    title="Start this project's MCP servers?",
-                    kind="execute",
-                    status="pending",
-                    content=[updates.text_content(trust.servers_text([s.spec for s in servers]))],
-                ),
+            chosen = await self._question(
+                "trust-mcp",
+                "Start this project's MCP servers?",
+                trust.servers_text([s.spec for s in servers]),
                 [
-                    PermissionOption(option_id="once", name="Start them this session", kind="allow_once"),
-                    PermissionOption(
-                        option_id="always", name="Start them (remembered until they change)", kind="allow_always"
-                    ),
-                    PermissionOption(option_id="no", name="Not now", kind="reject_once"),
+                    ("once", "Start them this session", "allow_once"),
+                    ("always", "Start them (remembered until they change)", "allow_always"),
+                    ("no", "Not now", "reject_once"),
                 ],
             )
             if chosen in ("once", "always"):
@@ -368,6 +352,19 @@ class AcpSession:
                     await self.send(updates.message(f"⚠ {warning}\n\n"))
             else:
                 runtime.mcp.decline(servers)
+
+    async def _question(self, call_id: str, title: str, text: str, options: list[tuple[str, str, str]]) -> str | None:
+        """A trust question: what the project would run, and (id, name, kind) options."""
+        return await self._ask(
+            ToolCallUpdate(
+                tool_call_id=call_id,
+                title=title,
+                kind="execute",
+                status="pending",
+                content=[updates.text_content(text)],
+            ),
+            [PermissionOption(option_id=i, name=name, kind=kind) for i, name, kind in options],  # type: ignore[arg-type]
+        )
 
 
 class _AgentView:
