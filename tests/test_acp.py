@@ -24,6 +24,7 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
+    McpServerStdio,
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
@@ -504,3 +505,20 @@ async def test_one_process_serves_sessions_in_two_folders(workspace: Path, tmp_p
     todos = [u["content"]["text"] for u in client.of_kind("agent_message_chunk") if "No tasks" in u["content"]["text"]]
     assert todos  # the second folder's session has its own, empty, list
     assert [e["content"] for e in client.of_kind("plan")[-1]["entries"]] == ["#1 Here"]
+
+
+async def test_the_editors_mcp_servers_join_the_session(workspace: Path) -> None:
+    server_script = Path(__file__).parent / "mcp_servers" / "test_server.py"
+    stdio = McpServerStdio(name="ed", command=sys.executable, args=[str(server_script), "stdio"], env=[])
+    client = Client()
+    with run_in_thread([{"text": "I see the tools"}]) as server:
+        command, *args = agent_command()
+        async with spawn_agent_process(
+            client, command, *args, "--acp", "--base-url", server.base_url, "--model", "m", env=dict(os.environ)
+        ) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[stdio])
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("what can you do?")])
+        tools = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "mcp__ed__echo" in tools
+    assert client.asked == []  # the person's own servers: no trust question

@@ -38,6 +38,7 @@ from todo_agent.core.session.directory import SessionError
 from todo_agent.core.settings import SettingsError, load_config
 
 from .files import ClientFiles
+from .mcp import add_client_servers
 from .prompts import prompt_text
 from .session import AcpSession
 from .tasks import apply_task_update
@@ -77,7 +78,7 @@ class TodoAgentAcp:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(name="todo-agent", title="todo-agent", version=__version__),
             auth_methods=[],
@@ -93,7 +94,7 @@ class TodoAgentAcp:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        session = await self._open(cwd, resume=None)
+        session = await self._open(cwd, resume=None, servers=mcp_servers)
         asyncio.get_running_loop().call_soon(asyncio.ensure_future, session.announce())
         return NewSessionResponse(session_id=session.id, modes=session.modes())
 
@@ -108,11 +109,11 @@ class TodoAgentAcp:
         if (open_one := self.sessions.get(session_id)) is not None:
             await open_one.replay()
             return LoadSessionResponse(modes=open_one.modes())
-        session = await self._open(cwd, resume=session_id)
+        session = await self._open(cwd, resume=session_id, servers=mcp_servers)
         await session.replay()  # before the response: the client shows the history, then the prompt
         return LoadSessionResponse(modes=session.modes())
 
-    async def _open(self, cwd: str, resume: str | None) -> AcpSession:
+    async def _open(self, cwd: str, resume: str | None, servers: list[Any] | None) -> AcpSession:
         assert self.conn is not None
         workspace = Path(cwd)
         if not workspace.is_absolute() or not await asyncio.to_thread(workspace.is_dir):
@@ -122,6 +123,7 @@ class TodoAgentAcp:
         except SettingsError as exc:
             raise RequestError.invalid_params({"settings": str(exc)}) from None
         config.demo = self.demo
+        add_client_servers(config, servers)
         if not config.has_model:
             raise RequestError.invalid_params({"model": NO_MODEL})
         try:

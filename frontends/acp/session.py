@@ -116,7 +116,12 @@ class AcpSession:
         await self.send(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id))
 
     async def announce(self) -> None:
-        """What a client shows before the first prompt: the commands, the plan, the usage."""
+        """What a client shows before the first prompt: what went wrong starting (a setting
+        refused, a server's problem), the commands, the plan, the usage."""
+        runtime = self.runtime
+        warnings = [n.text for n in (*runtime.startup_notices(), *runtime.server_notices) if n.level != "info"]
+        if warnings:
+            await self.send(updates.message("".join(f"⚠ {text}\n\n" for text in warnings)))
         await self.send_commands()
         if tasks := self.runtime.plan.tasks():
             await self.send(updates.plan_update(tasks))
@@ -352,6 +357,10 @@ class AcpSession:
                     await self.send(updates.message(f"⚠ {warning}\n\n"))
             else:
                 runtime.mcp.decline(servers)
+        if runtime.mcp.configured:  # the first prompt's request offers their tools, as headless does
+            for server in await runtime.mcp.connect():
+                if server.state == "failed":
+                    await self.send(updates.message(f"⚠ MCP server {server.name} failed: {server.reason}\n\n"))
 
     async def _question(self, call_id: str, title: str, text: str, options: list[tuple[str, str, str]]) -> str | None:
         """A trust question: what the project would run, and (id, name, kind) options."""
