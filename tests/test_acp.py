@@ -522,3 +522,20 @@ async def test_the_editors_mcp_servers_join_the_session(workspace: Path) -> None
         tools = [t["function"]["name"] for t in server.requests[0]["tools"]]
     assert "mcp__ed__echo" in tools
     assert client.asked == []  # the person's own servers: no trust question
+
+
+async def test_a_session_the_client_was_given_loads_before_anything_was_said(workspace: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, {"steps": ["hello again"]})
+    async with acp_agent(workspace, Client(), "--model", model) as (_conn, session_id):
+        pass
+    client = Client()
+    command, *args = agent_command()
+    async with spawn_agent_process(client, command, *args, "--acp", "--model", model, env=dict(os.environ)) as (
+        conn,
+        _,
+    ):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
+    assert answer.stop_reason == "end_turn"
+    assert "hello again" in json.dumps(client.of_kind("agent_message_chunk"))

@@ -43,6 +43,12 @@ class Sessions:
         """The messages the model's next request starts from."""
         return self._rt.agent.history
 
+    def keep(self, by: str) -> None:
+        """Write the session's file now, before anything is said (a new session waits for its
+        first message, so a launch quit at once leaves none behind): a client that was
+        handed its id (an ACP editor, `by`) may load it later."""
+        self._rt.session.note({"type": "opened", "by": by})
+
     def tool_status(self, call_id: str) -> str | None:
         """How a past tool call ended (`ok`, `denied`, …), for drawing a resumed transcript."""
         return self._rt.session.tool_status.get(call_id)

@@ -144,6 +144,8 @@ class TodoAgentAcp:
         runtime.set_file_channel(ClientFiles(self.conn, session.id, self.client, runtime.config.workspace))
         self.sessions[session.id] = session
         _log_beside(runtime.sessions.path)
+        if resume is None:
+            await asyncio.to_thread(runtime.sessions.keep, "acp")  # the client holds its id: loadable from now on
         runtime.mcp.start()  # project servers wait for the person's yes (asked before the first prompt)
         log.info("session %s in %s (%s)", session.id, workspace, "resumed" if resume else "new")
         return session
