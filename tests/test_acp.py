@@ -35,6 +35,7 @@ from acp.schema import (
 from fake_openai import run_in_thread
 
 TIMEOUT = 60
+MCP_TEST_SERVER = Path(__file__).parent / "mcp_servers" / "test_server.py"
 
 
 def tc(name: str, **arguments: Any) -> dict[str, Any]:
@@ -346,6 +347,7 @@ async def test_a_sub_agent_shows_live_as_its_agent_calls_content(workspace: Path
                     "match": "look around",
                     "steps": [
                         {"tool_calls": [tc("Glob", pattern="*")]},
+                        {"tool_calls": [tc("Write", file_path="found.txt", content="found\n")]},
                         {"tool_calls": [tc("TaskUpdate", taskId="1", status="completed")]},
                         {"text": "looked"},
                     ],
@@ -368,6 +370,9 @@ async def test_a_sub_agent_shows_live_as_its_agent_calls_content(workspace: Path
     assert any(e["status"] == "in_progress" and e["_meta"]["todo_agent"]["owner"] == "general-1"
                for u in plans for e in u["entries"])  # fmt: skip
     assert plans[-1]["entries"][0]["status"] == "completed"
+    ((asked, _),) = client.asked  # the sub-agent's Write, asked through the editor with its name and task
+    assert asked.title == "general-1 · #1 Look · Write(found.txt)"
+    assert (workspace / "found.txt").read_text() == "found\n"
 
 
 async def test_reads_and_edits_go_through_the_editors_buffers(workspace: Path, tmp_path: Path) -> None:
@@ -410,7 +415,8 @@ async def test_resource_links_are_attached_and_embedded_text_goes_with_the_promp
 
 def test_nothing_but_json_rpc_on_stdout_even_when_hooks_and_commands_print(workspace: Path, tmp_path: Path) -> None:
     """A plain JSON-RPC client: every stdout line is a JSON-RPC 2.0 message. A project hook
-    (accepted through the trust question) writes to the agent's own fd 1, a command prints."""
+    (accepted through the trust question) writes to the agent's own fd 1, a command prints,
+    an MCP server (the editor's) runs beside them."""
     settings = workspace / ".todo-agent" / "settings.toml"
     settings.parent.mkdir()
     settings.write_text(
@@ -450,7 +456,8 @@ def test_nothing_but_json_rpc_on_stdout_even_when_hooks_and_commands_print(works
     try:
         send({"id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}})
         assert until(1)["result"]["protocolVersion"] == 1
-        send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+        server = {"name": "t", "command": sys.executable, "args": [str(MCP_TEST_SERVER), "stdio"], "env": []}
+        send({"id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": [server]}})
         session_id = until(2)["result"]["sessionId"]
         prompt = [{"type": "text", "text": "go"}]
         send({"id": 3, "method": "session/prompt", "params": {"sessionId": session_id, "prompt": prompt}})
@@ -508,8 +515,7 @@ async def test_one_process_serves_sessions_in_two_folders(workspace: Path, tmp_p
 
 
 async def test_the_editors_mcp_servers_join_the_session(workspace: Path) -> None:
-    server_script = Path(__file__).parent / "mcp_servers" / "test_server.py"
-    stdio = McpServerStdio(name="ed", command=sys.executable, args=[str(server_script), "stdio"], env=[])
+    stdio = McpServerStdio(name="ed", command=sys.executable, args=[str(MCP_TEST_SERVER), "stdio"], env=[])
     client = Client()
     with run_in_thread([{"text": "I see the tools"}]) as server:
         command, *args = agent_command()

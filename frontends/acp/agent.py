@@ -60,6 +60,8 @@ class TodoAgentAcp:
         self.conn: Client | None = None
         self.client = ClientCapabilities()
         self.sessions: dict[str, AcpSession] = {}
+        self._later: set[asyncio.Future[None]] = set()
+        """Announcements sent after a response, kept until they are done."""
 
     def on_connect(self, conn: Client) -> None:
         self.conn = conn
@@ -95,8 +97,14 @@ class TodoAgentAcp:
         **kwargs: Any,
     ) -> NewSessionResponse:
         session = await self._open(cwd, resume=None, servers=mcp_servers)
-        asyncio.get_running_loop().call_soon(asyncio.ensure_future, session.announce())
+        # After the response (which gives the client the id), on the loop's next turns.
+        asyncio.get_running_loop().call_soon(self._announce_soon, session)
         return NewSessionResponse(session_id=session.id, modes=session.modes())
+
+    def _announce_soon(self, session: AcpSession) -> None:
+        task = asyncio.ensure_future(_announce(session))
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
 
     async def load_session(
         self,
@@ -191,6 +199,13 @@ class TodoAgentAcp:
             finally:
                 session.runtime.close()
         self.sessions.clear()
+
+
+async def _announce(session: AcpSession) -> None:
+    try:
+        await session.announce()
+    except Exception:  # a client gone at once: nothing to tell
+        log.exception("could not announce session %s", session.id)
 
 
 def _log_beside(session_path: Path) -> None:

@@ -33,6 +33,8 @@ def run_acp(flags: dict[str, Any]) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr  # Python's own writes to stdout go to stderr too
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="todo-agent: %(levelname)s %(name)s: %(message)s")
+    for chatty in ("httpx", "httpcore", "openai", "mcp"):  # a line per request is not news
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     return asyncio.run(_serve(flags, protocol))
 
 
