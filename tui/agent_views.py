@@ -128,6 +128,13 @@ class AgentTranscript:
         if self.view is not None:
             await self.view.finish_tool(call_id, name, output, status, elapsed)
 
+    def tool_progress(self, call_id: str, text: str) -> None:
+        found = next((e for e in self.entries if isinstance(e, ToolEntry) and e.call_id == call_id), None)
+        if found is not None and found.status == "running":
+            found.progress = text
+            if self.view is not None:
+                self.view.set_progress(call_id, text)
+
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         pass  # the one task panel draws the plan (`AgentViews.record`)
 

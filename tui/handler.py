@@ -33,6 +33,7 @@ from todo_agent.core.events import (
     TasksUpdated,
     TextDelta,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnEnd,
     Usage,
@@ -60,6 +61,16 @@ _STREAM_EVENTS = (TextDelta, ReasoningDelta, Usage, AssistantMessage, ResponseDi
 `Usage`, may come in the middle of one); anything else ends it first."""
 
 
+LIVE_TAIL = 4096
+"""Characters of a running command's output kept to find its latest line."""
+
+
+def last_line(output: str, width: int = 200) -> str:
+    """The latest line a command printed that has something on it, at most `width` characters."""
+    line = next((line for line in reversed(output.replace("\r", "\n").split("\n")) if line.strip()), "")
+    return line.strip()[:width]
+
+
 class ConversationUI(Protocol):
     """What the handler may do to the screen."""
 
@@ -83,6 +94,9 @@ class ConversationUI(Protocol):
 
     async def finish_tool(self, call_id: str, name: str, output: str, status: ToolStatus, elapsed: float) -> None:
         """Show the result of a tool call added earlier."""
+
+    def tool_progress(self, call_id: str, text: str) -> None:
+        """What a running call shows under its line (a command's latest line of output)."""
 
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         """Redraw the task panel with a new state of the list."""
@@ -142,6 +156,8 @@ class EventHandler:
         self._streaming = False
         self._reasoning: float | None = None
         """When the reasoning streaming now began (the status line counts its time), or None."""
+        self._printed: dict[str, str] = {}
+        """A running command's output so far (its tail), for the line under its call."""
         self._started: set[str] = set()
         """Calls whose start was shown; any other call that finishes is shown whole then."""
 
@@ -163,6 +179,10 @@ class EventHandler:
             await self.ui.agent_update(event)
         elif isinstance(event, ResponseDiscarded | Retrying):
             await self._retry(event)
+        elif isinstance(event, ToolOutput):
+            self._printed[event.call_id] = (self._printed.get(event.call_id, "") + event.text)[-LIVE_TAIL:]
+            if line := last_line(self._printed[event.call_id]):
+                self.ui.tool_progress(event.call_id, line)
         elif isinstance(event, ReasoningDelta):
             if self._reasoning is None:
                 self._reasoning = time.monotonic()
@@ -217,6 +237,7 @@ class EventHandler:
                 self.ui.turn_ended(reason)
 
     async def _tool_finished(self, event: ToolFinished) -> None:
+        self._printed.pop(event.call_id, None)
         if event.call_id not in self._started:  # cancelled by an earlier "no": it never started
             self._started.add(event.call_id)
             await self.ui.add_entry(ToolEntry(event.call_id, event.name, event.summary))

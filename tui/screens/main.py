@@ -555,6 +555,9 @@ class MainScreen(Screen[None]):
         self.status.set_activity("thinking")
         await self.conversation.finish_tool(call_id, name, output, status, elapsed)
 
+    def tool_progress(self, call_id: str, text: str) -> None:
+        self.conversation.set_progress(call_id, text)
+
     async def show_tasks(self, tasks: Sequence[Task]) -> None:
         # The panel draws the list as it is now, not the event's: the person may have
         # edited the plan after the core took this snapshot and before it is drawn (the
