@@ -545,3 +545,15 @@ async def test_a_session_the_client_was_given_loads_before_anything_was_said(wor
         answer = await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
     assert answer.stop_reason == "end_turn"
     assert "hello again" in json.dumps(client.of_kind("agent_message_chunk"))
+
+
+async def test_sessions_are_listed_newest_first_with_their_titles(workspace: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, {"steps": ["one", "two"]})
+    async with acp_agent(workspace, Client(), "--model", model) as (conn, first):
+        await conn.prompt(session_id=first, prompt=[text_block("the first question")])
+        second = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=second, prompt=[text_block("the second question")])
+        listed = await conn.list_sessions(cwd=str(workspace))
+    titles = {s.session_id: s.title for s in listed.sessions}
+    assert titles[first] == "the first question" and titles[second] == "the second question"
+    assert listed.sessions[0].session_id == second and listed.next_cursor is None

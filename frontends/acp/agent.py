@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,15 @@ from acp.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     SetSessionModeResponse,
 )
 
@@ -34,7 +39,7 @@ from todo_agent.core import __version__
 from todo_agent.core.model.base import ModelError
 from todo_agent.core.model.scripted import ScriptError
 from todo_agent.core.runtime import Runtime
-from todo_agent.core.session.directory import SessionError
+from todo_agent.core.session.directory import SessionError, list_sessions
 from todo_agent.core.settings import SettingsError, load_config
 
 from .files import ClientFiles
@@ -47,6 +52,8 @@ log = logging.getLogger(__name__)
 
 NO_MODEL = "no model configured: start todo-agent --acp with --model (and --base-url), or set one in settings"
 
+LIST_PAGE = 50
+"""Sessions a `session/list` page holds."""
 TASK_UPDATE = "todo_agent/task_update"
 """The client's edit of the plan (`_todo_agent/task_update` on the wire; the SDK drops the `_`)."""
 
@@ -81,6 +88,7 @@ class TodoAgentAcp:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="todo-agent", title="todo-agent", version=__version__),
             auth_methods=[],
@@ -100,6 +108,28 @@ class TodoAgentAcp:
         # After the response (which gives the client the id), on the loop's next turns.
         asyncio.get_running_loop().call_soon(self._announce_soon, session)
         return NewSessionResponse(session_id=session.id, modes=session.modes())
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """`session/list`: the saved sessions of `cwd`, newest first, a page at a time."""
+        if cwd is None or not Path(cwd).is_absolute():
+            raise RequestError.invalid_params({"cwd": "session/list needs the project folder (cwd)"})
+        found = await asyncio.to_thread(list_sessions, Path(cwd))
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        page = found[start : start + LIST_PAGE]
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.id,
+                    cwd=cwd,
+                    title=info.title or None,
+                    updated_at=datetime.fromtimestamp(info.updated, UTC).isoformat(),
+                )
+                for info in page
+            ],
+            next_cursor=str(start + LIST_PAGE) if start + LIST_PAGE < len(found) else None,
+        )
 
     def _announce_soon(self, session: AcpSession) -> None:
         task = asyncio.ensure_future(_announce(session))
