@@ -557,3 +557,20 @@ async def test_sessions_are_listed_newest_first_with_their_titles(workspace: Pat
     titles = {s.session_id: s.title for s in listed.sessions}
     assert titles[first] == "the first question" and titles[second] == "the second question"
     assert listed.sessions[0].session_id == second and listed.next_cursor is None
+
+
+async def test_a_project_commands_shell_lines_are_asked_about_through_the_editor(workspace: Path) -> None:
+    commands = workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "status.md").write_text("What changed?\n!`echo BRANCH-IS-main`\n")
+    client = Client(["allow_always"])
+    with run_in_thread([{"text": "main it is"}, {"text": "still main"}]) as server:
+        async with acp_agent(workspace, client, "--base-url", server.base_url, "--model", "m") as (conn, session_id):
+            await conn.prompt(session_id=session_id, prompt=[text_block("/status")])
+            await conn.prompt(session_id=session_id, prompt=[text_block("/status")])
+        sent = [json.dumps(r["messages"][-1]) for r in server.requests]
+    ((asked, options),) = client.asked  # this version of the file is remembered: asked once
+    assert asked.title.startswith("/status(.claude/commands/status.md runs 1 shell command")
+    assert "echo BRANCH-IS-main" in asked.content[0].content.text
+    assert [o.name for o in options][:2] == ["Allow once", "Allow this version of .claude/commands/status.md"]
+    assert all("BRANCH-IS-main" in body for body in sent)

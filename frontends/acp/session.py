@@ -269,7 +269,7 @@ class AcpSession:
         diff or command), allow once / always (the rule, named) / reject once / always."""
         call_id = request.call_id or f"approval-{id(request)}"
         # A command is named by itself (the TUI shows the model's description beside it).
-        named = request.preview if request.preview_kind == "command" and request.preview else request.summary
+        named = request.preview if request.tool == "Bash" and request.preview else request.summary
         title = updates.title_of(request.tool, named)
         if request.agent:
             title = f"{request.agent} · {title}"
