@@ -574,3 +574,25 @@ async def test_a_project_commands_shell_lines_are_asked_about_through_the_editor
     assert "echo BRANCH-IS-main" in asked.content[0].content.text
     assert [o.name for o in options][:2] == ["Allow once", "Allow this version of .claude/commands/status.md"]
     assert all("BRANCH-IS-main" in body for body in sent)
+
+
+async def test_a_cancel_while_a_trust_question_is_open_ends_the_prompt_before_the_model(workspace: Path) -> None:
+    settings = workspace / ".todo-agent" / "settings.toml"
+    settings.parent.mkdir()
+    settings.write_text('[[hooks.PreToolUse]]\ncommand = "true"\n')
+    connection: list[Any] = []
+
+    class Cancelling(Client):
+        async def request_permission(
+            self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
+        ) -> RequestPermissionResponse:
+            await connection[0].cancel(session_id=session_id)  # the person pressed stop; the question goes
+            return await super().request_permission(session_id, tool_call, options)
+
+    client = Cancelling(["cancel"])
+    with run_in_thread([], check_unused=False) as server:
+        async with acp_agent(workspace, client, "--base-url", server.base_url, "--model", "m") as (conn, session_id):
+            connection.append(conn)
+            answer = await conn.prompt(session_id=session_id, prompt=[text_block("go")])
+        assert server.requests == []
+    assert answer.stop_reason == "cancelled"

@@ -175,9 +175,7 @@ class TodoAgentAcp:
             ) from None
         except (ModelError, ScriptError) as exc:
             raise RequestError.internal_error({"model": str(exc)}) from None
-        session = AcpSession(
-            runtime, self.conn, started_in_bypass=config.permission_mode == "bypassPermissions", client=self.client
-        )
+        session = AcpSession(runtime, self.conn, started_in_bypass=config.permission_mode == "bypassPermissions")
         runtime.set_approver(session.approve)
         runtime.set_file_channel(ClientFiles(self.conn, session.id, self.client, runtime.config.workspace))
         self.sessions[session.id] = session

@@ -21,7 +21,6 @@ from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
-    ClientCapabilities,
     CurrentModeUpdate,
     PermissionOption,
     SessionMode,
@@ -78,12 +77,9 @@ AGENT_LINES = 12
 
 
 class AcpSession:
-    def __init__(
-        self, runtime: Runtime, conn: Client, *, started_in_bypass: bool, client: ClientCapabilities | None = None
-    ) -> None:
+    def __init__(self, runtime: Runtime, conn: Client, *, started_in_bypass: bool) -> None:
         self.runtime = runtime
         self.conn = conn
-        self.client = client or ClientCapabilities()
         self.id = runtime.sessions.id
         self.workspace = runtime.config.workspace
         self.started_in_bypass = started_in_bypass
@@ -96,6 +92,8 @@ class AcpSession:
         self._agents: dict[str, _AgentView] = {}
         """Call id of an `Agent` call → its sub-agent's live lines."""
         self._usage_sent: tuple[int, int] | None = None
+        self._cancelled = False
+        """`session/cancel` came for the running prompt."""
 
     # --- what the client is told -------------------------------------------------------------
 
@@ -174,8 +172,11 @@ class AcpSession:
         if self.running is not None and not self.running.done():
             raise RequestError.invalid_request({"reason": "a prompt is already running in this session"})
         self.running = asyncio.current_task()
+        self._cancelled = False
         try:
             await self.ask_trust()
+            if self._cancelled:  # cancelled while a trust question was open
+                return "cancelled"
             word, _, rest = text.strip().partition(" ")
             if word in ("/context", "/todos"):
                 await self.send(updates.message(self._report(word)))
@@ -198,6 +199,8 @@ class AcpSession:
     async def _run(self, start: Callable[[], AsyncIterator[Event]]) -> StopReason:
         reason: StopReason = "end_turn"
         async for event in turn_events(start):
+            if self._cancelled and not isinstance(event, TurnEnd):
+                self.runtime.turn.interrupt()  # a cancel that came before the turn had begun
             if isinstance(event, TurnEnd):
                 reason = STOP_REASONS.get(event.reason, "end_turn")
             try:
@@ -208,7 +211,10 @@ class AcpSession:
         return reason
 
     def cancel(self) -> None:
-        """`session/cancel`: exactly what esc does (the running command's group is killed)."""
+        """`session/cancel`: exactly what esc does (the running command's group is killed).
+        Before the turn has begun (a trust question open, the turn starting), it ends as
+        soon as it can."""
+        self._cancelled = self.running is not None
         self.runtime.turn.interrupt()
 
     # --- events --------------------------------------------------------------------------------
@@ -246,7 +252,9 @@ class AcpSession:
         return {updates.META: view.meta()} if view is not None else None
 
     async def _show_agent(self, event: AgentStarted | AgentEvent | AgentFinished) -> None:
-        """A sub-agent's work as its `Agent` call's content, live, with its task and owner in `_meta`."""
+        """A sub-agent's work as its `Agent` call's content, live, with its task and owner in
+        `_meta`. The seam for ACP's child sessions (a session per sub-agent, bound to its task,
+        cancelled alone): they take this place once an SDK release has their types."""
         view = self._agents.setdefault(event.call_id, _AgentView())
         if isinstance(event, AgentEvent) and isinstance(event.event, TasksUpdated):
             await self.send_plan()
