@@ -192,7 +192,9 @@ def run_in(args: argparse.Namespace, workspace: Path, model: str | None, initial
             return fail("--acp takes no prompt, --goal, --resume or --continue: the client opens and loads sessions")
         from todo_agent.frontends.acp.server import run_acp
 
-        return run_acp({**flags, "demo": args.demo})
+        # `--demo`: every session works in the one fresh copy of the demo project, whatever
+        # folder the client names (the scripted demo knows only that project).
+        return run_acp({**flags, "demo": args.demo}, demo_workspace=workspace if args.demo else None)
     try:
         config = load_config(workspace, flags=flags, headless=args.prompt is not None)
     except SettingsError as exc:  # running without the deny rules it may hold is worse than not running

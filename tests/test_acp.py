@@ -596,3 +596,18 @@ async def test_a_cancel_while_a_trust_question_is_open_ends_the_prompt_before_th
             answer = await conn.prompt(session_id=session_id, prompt=[text_block("go")])
         assert server.requests == []
     assert answer.stop_reason == "cancelled"
+
+
+async def test_the_demo_runs_in_an_editor_with_both_sub_agents_and_the_plan_done(workspace: Path) -> None:
+    prompt = json.loads((Path(__file__).parents[1] / "examples" / "demo_script.json").read_text())["prompt"]
+    client = Client()
+    async with acp_agent(workspace, client, "--demo") as (conn, session_id):
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block(prompt)])
+    assert answer.stop_reason == "end_turn"
+    said = "".join(u["content"]["text"] for u in client.of_kind("agent_message_chunk"))
+    assert "own copy of the demo project" in said and "Pagination is in" in said
+    assert {e["status"] for e in client.of_kind("plan")[-1]["entries"]} == {"completed"}
+    agents = [u for u in client.of_kind("tool_call") if u["title"].startswith("Agent(")]
+    assert len(agents) == 2 and os.listdir(workspace) == []  # the client's folder untouched
+    plans = [json.dumps(u["entries"]) for u in client.of_kind("plan")]
+    assert len(plans) == len(set(plans))  # each plan update says something new

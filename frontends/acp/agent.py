@@ -61,8 +61,10 @@ TASK_UPDATE = "todo_agent/task_update"
 class TodoAgentAcp:
     """The ACP `Agent` the SDK calls (duck-typed: an unknown method answers -32601)."""
 
-    def __init__(self, flags: dict[str, Any]) -> None:
+    def __init__(self, flags: dict[str, Any], *, demo_workspace: Path | None = None) -> None:
         self.demo = bool(flags.get("demo"))
+        self.demo_workspace = demo_workspace
+        """`--acp --demo`: the demo project every session works in (the script knows no other)."""
         self.flags = {k: v for k, v in flags.items() if k != "demo"}
         self.conn: Client | None = None
         self.client = ClientCapabilities()
@@ -153,7 +155,7 @@ class TodoAgentAcp:
 
     async def _open(self, cwd: str, resume: str | None, servers: list[Any] | None) -> AcpSession:
         assert self.conn is not None
-        workspace = Path(cwd)
+        workspace = self.demo_workspace or Path(cwd)
         if not workspace.is_absolute() or not await asyncio.to_thread(workspace.is_dir):
             raise RequestError.invalid_params({"cwd": f"not an absolute path to a folder: {cwd[:200]!r}"})
         try:
@@ -177,7 +179,10 @@ class TodoAgentAcp:
             raise RequestError.internal_error({"model": str(exc)}) from None
         session = AcpSession(runtime, self.conn, started_in_bypass=config.permission_mode == "bypassPermissions")
         runtime.set_approver(session.approve)
-        runtime.set_file_channel(ClientFiles(self.conn, session.id, self.client, runtime.config.workspace))
+        if self.demo_workspace is None:  # the demo's project is a copy no editor has open
+            runtime.set_file_channel(ClientFiles(self.conn, session.id, self.client, runtime.config.workspace))
+        else:
+            config.warnings.append(f"the demo works in its own copy of the demo project, {workspace}, not {cwd}")
         self.sessions[session.id] = session
         _log_beside(runtime.sessions.path)
         if resume is None:

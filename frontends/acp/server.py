@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any, cast
 
 from acp import run_agent, stdio_streams
@@ -28,17 +29,17 @@ STREAM_LIMIT = 50 * 1024 * 1024
 """Bytes of one JSON-RPC message the reader takes (a prompt with a big embedded file)."""
 
 
-def run_acp(flags: dict[str, Any]) -> int:
+def run_acp(flags: dict[str, Any], *, demo_workspace: Path | None = None) -> int:
     protocol = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr  # Python's own writes to stdout go to stderr too
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="todo-agent: %(levelname)s %(name)s: %(message)s")
     for chatty in ("httpx", "httpcore", "openai", "mcp"):  # a line per request is not news
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    return asyncio.run(_serve(flags, protocol))
+    return asyncio.run(_serve(flags, protocol, demo_workspace))
 
 
-async def _serve(flags: dict[str, Any], protocol: Any) -> int:
+async def _serve(flags: dict[str, Any], protocol: Any, demo_workspace: Path | None) -> int:
     real, sys.stdout = sys.stdout, protocol  # `stdio_streams` connects to sys.stdout as it is now
     try:
         reader, writer = await stdio_streams(limit=STREAM_LIMIT)
@@ -56,7 +57,7 @@ async def _serve(flags: dict[str, Any], protocol: Any) -> int:
         task.cancel()
 
     release = on_stop_signals(loop, stop)
-    agent = TodoAgentAcp(flags)
+    agent = TodoAgentAcp(flags, demo_workspace=demo_workspace)
     try:
         # Duck-typed: a method it lacks (session/list, fork, …) answers -32601, method not found.
         await run_agent(cast(Agent, agent), writer, reader)

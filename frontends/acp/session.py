@@ -92,6 +92,7 @@ class AcpSession:
         self._agents: dict[str, _AgentView] = {}
         """Call id of an `Agent` call → its sub-agent's live lines."""
         self._usage_sent: tuple[int, int] | None = None
+        self._plan_sent: Any = None
         self._cancelled = False
         """`session/cancel` came for the running prompt."""
 
@@ -121,8 +122,8 @@ class AcpSession:
         if warnings:
             await self.send(updates.message("".join(f"⚠ {text}\n\n" for text in warnings)))
         await self.send_commands()
-        if tasks := self.runtime.plan.tasks():
-            await self.send(updates.plan_update(tasks))
+        if self.runtime.plan.tasks():
+            await self.send_plan(again=True)
         await self.send_usage()
 
     async def send_commands(self) -> None:
@@ -154,8 +155,13 @@ class AcpSession:
             self._usage_sent = used, window
             await self.send(UsageUpdate(session_update="usage_update", used=used, size=window))
 
-    async def send_plan(self) -> None:
-        await self.send(updates.plan_update(self.runtime.plan.tasks()))
+    async def send_plan(self, *, again: bool = False) -> None:
+        """The whole list, when it differs from the last one sent (a sub-agent's task calls
+        that change nothing an entry shows are not news); `again`: whatever was sent."""
+        plan = updates.plan_update(self.runtime.plan.tasks())
+        if again or plan != self._plan_sent:
+            self._plan_sent = plan
+            await self.send(plan)
 
     async def replay(self) -> None:
         """`session/load`: the saved conversation as updates, then the plan."""
