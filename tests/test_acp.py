@@ -611,3 +611,22 @@ async def test_the_demo_runs_in_an_editor_with_both_sub_agents_and_the_plan_done
     assert len(agents) == 2 and os.listdir(workspace) == []  # the client's folder untouched
     plans = [json.dumps(u["entries"]) for u in client.of_kind("plan")]
     assert len(plans) == len(set(plans))  # each plan update says something new
+
+
+async def test_a_model_that_cannot_start_is_said_and_the_session_stays_loadable(
+    workspace: Path, tmp_path: Path
+) -> None:
+    model = script(tmp_path, {"steps": ["fine"]})
+    async with acp_agent(workspace, Client(), "--model", model) as (conn, session_id):
+        await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    command, *args = agent_command()
+    async with spawn_agent_process(
+        Client(), command, *args, "--acp", "--model", f"script:{broken}", env=dict(os.environ)
+    ) as (conn, _):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        for _ in range(2):  # the second try finds the session free, not held by the first
+            with pytest.raises(RequestError) as failed:
+                await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            assert "broken.json" in json.dumps(failed.value.data)

@@ -168,15 +168,19 @@ class TodoAgentAcp:
             raise RequestError.invalid_params({"model": NO_MODEL})
         try:
             runtime = await asyncio.to_thread(Runtime.create, config, resume=resume)
-            await asyncio.to_thread(runtime.warm_up)
         except SessionError as exc:
             raise (
                 RequestError.resource_not_found(resume)
                 if resume
                 else RequestError.internal_error({"session": str(exc)})
             ) from None
-        except (ModelError, ScriptError) as exc:
+        except ScriptError as exc:
             raise RequestError.internal_error({"model": str(exc)}) from None
+        try:
+            await asyncio.to_thread(runtime.warm_up)
+        except (ModelError, ScriptError) as exc:
+            runtime.close()  # the session's lock goes with it: the client may try again
+            raise RequestError.internal_error({"model": getattr(exc, "message", str(exc))}) from None
         session = AcpSession(runtime, self.conn, started_in_bypass=config.permission_mode == "bypassPermissions")
         runtime.set_approver(session.approve)
         if self.demo_workspace is None:  # the demo's project is a copy no editor has open
