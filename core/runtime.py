@@ -245,7 +245,7 @@ class Runtime:
         # building and ending one; who answers approvals
         "create", "warm_up", "close", "stop_background", "approver", "set_approver", "set_file_channel",
         # the model, the window, the permission mode
-        "model_name", "model_label", "reasoning_effort", "set_model", "set_effort", "server_notices",
+        "model_name", "model_label", "reasoning_effort", "set_model", "set_effort", "server_notices", "offered_models",
         "window_source", "mode", "set_mode", "cycle_mode", "startup_notices",
         # settings as resolved, read only; the background commands and the sandbox, which
         # `/shells` and `/sandbox` drive
@@ -421,6 +421,11 @@ class Runtime:
     def reasoning_effort(self) -> str:
         """The effort asked of a reasoning model ("" for the server's default)."""
         return self.model.reasoning_effort
+
+    @property
+    def offered_models(self) -> tuple[str, ...]:
+        """The models the server lists (asked at warm-up); empty when it lists none."""
+        return tuple(self.server.model_ids) if self.server is not None else ()
 
     def set_effort(self, effort: str) -> None:
         """`/effort`: how hard the model reasons from the next request on ("" for the server's default)."""

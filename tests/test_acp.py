@@ -630,3 +630,24 @@ async def test_a_model_that_cannot_start_is_said_and_the_session_stays_loadable(
             with pytest.raises(RequestError) as failed:
                 await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
             assert "broken.json" in json.dumps(failed.value.data)
+
+
+async def test_the_model_and_the_effort_are_pickers_the_editor_can_set(workspace: Path) -> None:
+    client = Client()
+    with run_in_thread([{"text": "from m"}, {"text": "from big"}], models=["m", "big"]) as server:
+        async with acp_agent(workspace, client, "--base-url", server.base_url, "--model", "m") as (conn, session_id):
+            await conn.prompt(session_id=session_id, prompt=[text_block("one")])
+            changed = await conn.set_config_option(config_id="model", session_id=session_id, value="big")
+            await conn.set_config_option(config_id="reasoning_effort", session_id=session_id, value="high")
+            with pytest.raises(RequestError):
+                await conn.set_config_option(config_id="reasoning_effort", session_id=session_id, value="max")
+            await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+        bodies = list(server.requests)
+    model = next(o for o in changed.config_options if o.id == "model")
+    assert model.current_value == "big" and [o.value for o in model.options] == ["big", "m"]
+    assert [b["model"] for b in bodies] == ["m", "big"]
+    assert bodies[1].get("reasoning_effort") == "high" and "reasoning_effort" not in bodies[0]
+    updates = client.of_kind("config_option_update")
+    assert [next(o["currentValue"] for o in u["configOptions"] if o["id"] == "reasoning_effort") for u in updates] == [
+        "default", "high"
+    ]  # fmt: skip

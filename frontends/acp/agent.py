@@ -32,6 +32,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
@@ -109,7 +110,7 @@ class TodoAgentAcp:
         session = await self._open(cwd, resume=None, servers=mcp_servers)
         # After the response (which gives the client the id), on the loop's next turns.
         asyncio.get_running_loop().call_soon(self._announce_soon, session)
-        return NewSessionResponse(session_id=session.id, modes=session.modes())
+        return NewSessionResponse(session_id=session.id, modes=session.modes(), config_options=session.config_options())
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -148,10 +149,10 @@ class TodoAgentAcp:
     ) -> LoadSessionResponse:
         if (open_one := self.sessions.get(session_id)) is not None:
             await open_one.replay()
-            return LoadSessionResponse(modes=open_one.modes())
+            return LoadSessionResponse(modes=open_one.modes(), config_options=open_one.config_options())
         session = await self._open(cwd, resume=session_id, servers=mcp_servers)
         await session.replay()  # before the response: the client shows the history, then the prompt
-        return LoadSessionResponse(modes=session.modes())
+        return LoadSessionResponse(modes=session.modes(), config_options=session.config_options())
 
     async def _open(self, cwd: str, resume: str | None, servers: list[Any] | None) -> AcpSession:
         assert self.conn is not None
@@ -215,6 +216,12 @@ class TodoAgentAcp:
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         await self._session(session_id).set_mode(mode_id)
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        options = await self._session(session_id).set_config(config_id, value)
+        return SetSessionConfigOptionResponse(config_options=options)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method != TASK_UPDATE:

@@ -21,8 +21,12 @@ from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     PermissionOption,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
     ToolCallProgress,
@@ -47,6 +51,7 @@ from todo_agent.core.events import (
 )
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest, PermissionMode
 from todo_agent.core.runtime import Runtime
+from todo_agent.core.settings import EFFORTS
 from todo_agent.core.tasks.render import render_tasks
 from todo_agent.core.window.breakdown import render_breakdown
 
@@ -72,6 +77,9 @@ BUILT_IN: tuple[tuple[str, str, str], ...] = (
     ("todos", "The task list, with what each task changed and the plan's share of the tokens", ""),
     ("goal", "Work until every task is completed and every check passes (or a goal budget ends it)", "the goal"),
 )
+ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
+MAX_MODELS = 50
+"""Models an editor's picker offers (the server may list hundreds)."""
 AGENT_LINES = 12
 """Lines of a sub-agent's work its `Agent` call shows (the latest)."""
 
@@ -113,6 +121,50 @@ class AcpSession:
             raise RequestError.invalid_params({"modeId": f"not a mode this session offers: {mode_id[:80]!r}"})
         self.runtime.set_mode(mode_id)
         await self.send(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id))
+
+    def config_options(self) -> list[ConfigOption]:
+        """What an editor offers as pickers: the model (the one in use and those the server
+        lists) and the reasoning effort ("default": the server's own)."""
+        runtime = self.runtime
+        models = list(dict.fromkeys([runtime.model_name, *runtime.offered_models]))[:MAX_MODELS]
+        effort = runtime.reasoning_effort or "default"
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id="model",
+                name="Model",
+                category="model",
+                current_value=runtime.model_name,
+                options=[SessionConfigSelectOption(value=m, name=m) for m in models],
+            ),
+            SessionConfigOptionSelect(
+                type="select",
+                id="reasoning_effort",
+                name="Reasoning effort",
+                category="thought_level",
+                current_value=effort,
+                options=[SessionConfigSelectOption(value=e, name=e) for e in ("default", *EFFORTS)],
+            ),
+        ]
+
+    async def set_config(self, config_id: str, value: object) -> list[ConfigOption]:
+        """`session/set_config_option`: the model or the effort from the next request on."""
+        if self.running is not None:
+            raise RequestError.invalid_request({"reason": "the model changes between prompts, not during one"})
+        runtime = self.runtime
+        if config_id == "model" and isinstance(value, str) and value.strip() and len(value) <= 200:
+            if value.startswith("script:") and not runtime.model_name.startswith("script:"):
+                raise RequestError.invalid_params(
+                    {"value": "a script model is chosen with --model, not from the editor"}
+                )
+            runtime.set_model(value.strip())
+        elif config_id == "reasoning_effort" and value in ("default", *EFFORTS):
+            runtime.set_effort("" if value == "default" else str(value))
+        else:
+            raise RequestError.invalid_params({"configId": f"no option {config_id[:40]!r} takes {str(value)[:40]!r}"})
+        options = self.config_options()
+        await self.send(ConfigOptionUpdate(session_update="config_option_update", config_options=options))
+        return options
 
     async def announce(self) -> None:
         """What a client shows before the first prompt: what went wrong starting (a setting
