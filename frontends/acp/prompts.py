@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .updates import fenced
+from todo_agent.core.export.markdown import fence
 
 EMBEDDED_LIMIT = 200_000
 """Characters of one embedded resource a prompt takes."""
@@ -55,7 +55,7 @@ def prompt_text(blocks: list[Any], workspace: Path) -> str:
             if isinstance(text, str):
                 cut = text[:EMBEDDED_LIMIT]
                 note = f" (its first {EMBEDDED_LIMIT:,} characters)" if len(text) > EMBEDDED_LIMIT else ""
-                attached.append(f"{shown}, as open in the editor{note}:\n{fenced(cut)}")
+                attached.append(f"{shown}, as open in the editor{note}:\n{fence(cut)}")
             else:
                 words.append(f"({shown}: binary, not attached)")
         else:

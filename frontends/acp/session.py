@@ -49,6 +49,7 @@ from todo_agent.core.events import (
     ToolStarted,
     TurnEnd,
 )
+from todo_agent.core.export.markdown import fence
 from todo_agent.core.permissions.modes import ApprovalAnswer, ApprovalRequest, PermissionMode
 from todo_agent.core.runtime import Runtime
 from todo_agent.core.settings import EFFORTS
@@ -218,9 +219,10 @@ class AcpSession:
     async def replay(self) -> None:
         """`session/load`: the saved conversation as updates, then the plan."""
         runtime = self.runtime
-        for update in updates.replay(
-            runtime.sessions.transcript, runtime.turn.summarize, runtime.sessions.tool_status, self.workspace
-        ):
+        replayed = await asyncio.to_thread(
+            updates.replay, runtime.sessions.transcript, runtime.sessions.tool_status, self.workspace
+        )
+        for update in replayed:
             await self.send(update)
         await self.announce()
 
@@ -250,9 +252,9 @@ class AcpSession:
     def _report(self, word: str) -> str:
         runtime = self.runtime
         if word == "/context":
-            return updates.fenced(render_breakdown(runtime.turn.context_breakdown(), runtime.plan.spend()))
+            return fence(render_breakdown(runtime.turn.context_breakdown(), runtime.plan.spend()))
         listing = render_tasks(runtime.plan.tasks(), runtime.plan.task_files()) or "No tasks."
-        return updates.fenced(f"{listing}\n{runtime.plan.spend().line()}")
+        return fence(f"{listing}\n{runtime.plan.spend().line()}")
 
     async def _run(self, start: Callable[[], AsyncIterator[Event]]) -> StopReason:
         reason: StopReason = "end_turn"
@@ -282,7 +284,8 @@ class AcpSession:
             await self.send(said)
         match event:
             case ToolStarted():
-                start = updates.started(event, self.workspace, self._call_meta(event.call_id))
+                meta = self._call_meta(event.call_id)
+                start = await asyncio.to_thread(updates.started, event, self.workspace, meta)
                 self._shown[event.call_id] = list(start.content or [])
                 await self.send(start)
             case ToolOutput(call_id=call_id, text=text):
@@ -339,9 +342,9 @@ class AcpSession:
         title = updates.title_of(request.tool, named)
         if request.agent:
             title = f"{request.agent} · {title}"
-        content = updates.call_content(request.tool, request.arguments, self.workspace)
+        content = await asyncio.to_thread(updates.call_content, request.tool, request.arguments, self.workspace)
         if not content and request.preview:
-            content = [updates.text_content(updates.fenced(request.preview))]
+            content = [updates.text_content(fence(request.preview))]
         content.append(updates.text_content(f"Asks because {request.reason}."))
         options = [PermissionOption(option_id="yes", name="Allow once", kind="allow_once")]
         if request.suggested_rule and not request.remembered_for:
@@ -481,7 +484,7 @@ class _AgentView:
         self.lines = [*self.lines, line][-AGENT_LINES:]
 
     def text(self) -> str:
-        return updates.fenced("\n".join(self.lines))
+        return fence("\n".join(self.lines))
 
     def meta(self) -> dict[str, Any]:
         return {"agentId": self.agent_id, "agentType": self.agent_type, "taskId": self.task_id, "owner": self.agent_id,

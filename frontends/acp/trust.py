@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from todo_agent.core.export.markdown import fence
 from todo_agent.core.hooks.spec import HookSpec
 from todo_agent.core.mcp.config import ServerSpec, environment_lines
 from todo_agent.core.terminal import reveal, reveal_line
-
-from .updates import fenced
 
 HOOKS_INTRO = (
     "This project's settings ({path}) define hooks: shell commands that run on agent events without asking. "
@@ -31,7 +30,7 @@ def hooks_text(hooks: Sequence[HookSpec], settings: Path, code: Callable[[HookSp
         lines.append(f"{spec.event}{matcher}:")
         lines += ["  " + line for line in reveal(spec.command).split("\n")]
         lines += ["  " + reveal_line(text) for text in code(spec)]
-    return HOOKS_INTRO.format(path=settings) + "\n\n" + fenced("\n".join(lines))
+    return HOOKS_INTRO.format(path=settings) + "\n\n" + fence("\n".join(lines))
 
 
 def servers_text(servers: Sequence[ServerSpec]) -> str:
@@ -48,4 +47,4 @@ def servers_text(servers: Sequence[ServerSpec]) -> str:
             lines.append("  in " + reveal_line(spec.cwd))
         lines += environment_lines(spec)
         lines += ["  " + reveal_line(line) for line in (spec.code.lines() if spec.code else ())]
-    return SERVERS_INTRO + "\n\n" + fenced("\n".join(lines))
+    return SERVERS_INTRO + "\n\n" + fence("\n".join(lines))

@@ -9,8 +9,6 @@ a command or a file wrote is read as markup there.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -42,7 +40,22 @@ from todo_agent.core.events import (
     ToolFinished,
     ToolStarted,
 )
-from todo_agent.core.session.transcript import CompactionMark, TranscriptItem
+from todo_agent.core.export.blocks import (
+    Answer,
+    Fold,
+    Note,
+    Prompt,
+    StatusOf,
+    Thought,
+    ToolCall,
+    call_arguments,
+    walk,
+)
+from todo_agent.core.export.blocks import (
+    Compacted as CompactedBlock,
+)
+from todo_agent.core.export.markdown import fence
+from todo_agent.core.session.transcript import TranscriptItem
 from todo_agent.core.tasks.model import Task
 
 Kind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
@@ -86,13 +99,6 @@ def title_of(tool: str, summary: str) -> str:
     return title if len(title) <= 200 else title[:199] + "…"
 
 
-def fenced(text: str, language: str = "") -> str:
-    """`text` as a Markdown code block no backtick run inside it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
-
-
 def text_content(text: str) -> ContentToolCallContent:
     return ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
 
@@ -131,9 +137,10 @@ def _old_text(path: Path) -> str | None:
         return None
 
 
-def call_content(tool: str, arguments: dict[str, Any], workspace: Path) -> list[Any]:
+def call_content(tool: str, arguments: dict[str, Any], workspace: Path, *, read_before: bool = True) -> list[Any]:
     """What a call will do, as the TUI's approval shows it: Edit and Write as diffs (the
-    edited span, or the file before and after), a command as a fenced block."""
+    edited span, or the file before and after), a command as a fenced block. Blocking (a
+    Write's diff reads the file as it is, unless `read_before` is False): off the loop."""
     path = _path_of(arguments, workspace)
     if tool == "Edit" and path is not None:
         old, new = arguments.get("old_string"), arguments.get("new_string")
@@ -146,20 +153,24 @@ def call_content(tool: str, arguments: dict[str, Any], workspace: Path) -> list[
             if isinstance(e, dict) and isinstance(e.get("old_string"), str) and isinstance(e.get("new_string"), str)
         ]
     if tool == "Write" and path is not None and isinstance(content := arguments.get("content"), str):
-        return [FileEditToolCallContent(type="diff", path=str(path), old_text=_old_text(path), new_text=content)]
+        before = _old_text(path) if read_before else None
+        return [FileEditToolCallContent(type="diff", path=str(path), old_text=before, new_text=content)]
     if tool == "Bash" and isinstance(command := arguments.get("command"), str):
-        return [text_content(fenced(command, "sh"))]
+        return [text_content(fence(command, "sh"))]
     return []
 
 
-def started(event: ToolStarted, workspace: Path, meta: dict[str, Any] | None = None) -> ToolCallStart:
+def started(
+    event: ToolStarted, workspace: Path, meta: dict[str, Any] | None = None, *, read_before: bool = True
+) -> ToolCallStart:
+    """The call as it starts (blocking, as `call_content` is)."""
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=event.call_id,
         title=title_of(event.name, event.summary),
         kind=kind_of(event.name),
         status="in_progress",
-        content=call_content(event.name, event.arguments, workspace) or None,
+        content=call_content(event.name, event.arguments, workspace, read_before=read_before) or None,
         locations=locations(event.arguments, workspace) or None,
         raw_input=event.arguments,
         field_meta=meta,
@@ -172,7 +183,7 @@ def running(call_id: str, shown: Sequence[Any], printed: str) -> ToolCallProgres
         session_update="tool_call_update",
         tool_call_id=call_id,
         status="in_progress",
-        content=[*shown, text_content(fenced(printed))],
+        content=[*shown, text_content(fence(printed))],
     )
 
 
@@ -183,7 +194,7 @@ def finished(event: ToolFinished, shown_before: Sequence[Any] = ()) -> ToolCallP
         session_update="tool_call_update",
         tool_call_id=event.call_id,
         status="completed" if event.status == "ok" and not event.is_error else "failed",
-        content=[*shown_before, text_content(fenced(output))] if output else list(shown_before) or None,
+        content=[*shown_before, text_content(fence(output))] if output else list(shown_before) or None,
     )
 
 
@@ -238,57 +249,33 @@ def plan_update(tasks: Iterable[Task]) -> AgentPlanUpdate:
 # --- a saved session, replayed ------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def replay(transcript: Sequence[TranscriptItem], summarize: Any, status_of: Any, workspace: Path) -> list[Any]:
-    """A saved session as the updates a client would have seen: the person's words, the
-    answers and thoughts, each call with its result. Compactions are a one-line thought."""
-    updates: list[Any] = []
-    calls: dict[str, str] = {}
-    for item in transcript:
-        if isinstance(item, CompactionMark):
-            updates.append(_thought("(earlier conversation compacted)"))
-            continue
-        role = item.get("role")
-        if role == "user":
-            if text := _text(item.get("content")):
-                updates.append(UserMessageChunk(session_update="user_message_chunk", content=_block(text)))
-        elif role == "assistant":
-            if reasoning := item.get("reasoning_content"):
-                updates.append(_thought(str(reasoning)))
-            if text := _text(item.get("content")):
-                updates.append(AgentMessageChunk(session_update="agent_message_chunk", content=_block(text)))
-            for call in item.get("tool_calls") or []:
-                function = call.get("function") or {}
-                name = str(function.get("name", ""))
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except (TypeError, ValueError):
-                    arguments = {}
-                arguments = arguments if isinstance(arguments, dict) else {}
-                calls[str(call.get("id", ""))] = name
-                event = ToolStarted(str(call.get("id", "")), name, arguments, summarize(name, arguments))
-                updates.append(started(event, workspace))
-        elif role == "tool":
-            call_id = str(item.get("tool_call_id", ""))
-            status = status_of(call_id) or "ok"
-            output = _text(item.get("content"))
-            updates.append(
-                finished(ToolFinished(call_id, calls.get(call_id, ""), output, status != "ok", _status(status)))
-            )
-    return updates
-
-
-def _status(status: str) -> Literal["ok", "error", "denied", "cancelled"]:
-    return status if status in ("ok", "error", "denied", "cancelled") else "error"  # type: ignore[return-value]
+def replay(transcript: Sequence[TranscriptItem], status_of: StatusOf, workspace: Path) -> list[Any]:
+    """A saved session as the updates a client would have seen, read as `todo-agent export`
+    reads it (`core/export/blocks.walk`: reminders as one line, `@` attachments folded, a
+    `!` command as its call, text cleaned): the person's words, thoughts and answers, each
+    call with its result (no file is read: a Write's old text is not known any more)."""
+    found: list[Any] = []
+    for number, block in enumerate(walk(transcript, status_of)):
+        match block:
+            case Prompt(text=text):
+                found.append(UserMessageChunk(session_update="user_message_chunk", content=_block(text)))
+            case Fold(label=label, detail=detail):
+                found.append(UserMessageChunk(session_update="user_message_chunk", content=_block(f"{label} {detail}")))
+            case Answer(text=text):
+                found.append(message(text))
+            case Thought(text=text) | CompactedBlock(line=text):
+                found.append(_thought(text))
+            case Note(text=text, kind=kind):
+                found.append(_thought(f"reminder: {text}") if kind == "reminder" else message(f"⚠ {text}\n\n"))
+            case ToolCall():
+                call_id = f"replayed-{number}"
+                arguments = call_arguments(block.arguments) or {}
+                call = ToolStarted(call_id, block.name, arguments, block.summary)
+                found.append(started(call, workspace, read_before=False))
+                found.append(
+                    finished(ToolFinished(call_id, block.name, block.output, block.status != "ok", block.status))
+                )
+    return found
 
 
 def _block(text: str) -> TextContentBlock:
