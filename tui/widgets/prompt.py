@@ -121,6 +121,8 @@ class Suggestions(OptionList):
         """The `@` word the files were found for (None: the list holds commands)."""
 
     def show_for(self, commands: list[SlashCommand]) -> None:
+        if commands == self.commands and self.word is None and self.display:
+            return  # the same list (asked again before enter or tab): the choice made in it stays
         self.styles.height = "auto"
         self.set_options(
             Option(
@@ -213,6 +215,10 @@ class PromptInput(TextArea):
         self._history_at: int | None = None
         self._draft = ""
         self.suggestions: Suggestions | None = None
+        self.refresh_suggestions: Callable[[], None] = lambda: None
+        """Bring the list up to the text as it is now. The list follows `Changed`, a message
+        that waits its turn: keys that come in one burst (`/new` and enter, pasted or typed
+        fast) reach enter and tab before it, and the list would still be the one for `/`."""
 
     async def _on_key(self, event: events.Key) -> None:
         # TextArea inserts a newline on enter before bindings run; route it to `submit`.
@@ -256,6 +262,7 @@ class PromptInput(TextArea):
         return sum(len(line) + 1 for line in lines[:row]) + column
 
     def action_submit(self, now: bool = False) -> None:
+        self.refresh_suggestions()
         suggestions = self.suggestions
         if suggestions is not None and self._accept_file(suggestions, finishing=True):
             return
@@ -296,6 +303,7 @@ class PromptInput(TextArea):
         self.insert("\n")
 
     def action_complete(self) -> None:
+        self.refresh_suggestions()
         suggestions = self.suggestions
         if suggestions is not None and self._accept_file(suggestions, finishing=False):
             return
@@ -374,6 +382,7 @@ class PromptBox(Vertical):
         suggestions = Suggestions()
         prompt = PromptInput(id="prompt")
         prompt.suggestions = suggestions
+        prompt.refresh_suggestions = self.update_suggestions
         yield suggestions
         yield prompt
 
